@@ -1,0 +1,502 @@
+/* The scheduled plan and the passes over it: scheduling, handler variants,
+   barrier allocation, slot layout, packing, launch package, fingerprint.
+   Pure C, no MLIR: the runtime links it to re-plan at run time. */
+#ifndef DF_PLAN_H
+#define DF_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "df/abi.h"
+#include "df/program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- topology ---------------------------------------------------------- */
+
+typedef struct df_topology {
+  uint32_t sm_count;
+  uint32_t cluster_size;
+} df_topology;
+
+/* sm_count > 0, cluster_size > 0, cluster_size <= sm_count. */
+df_status df_topology_check(const df_topology *t);
+static inline uint32_t df_topology_cluster_count(const df_topology *t) {
+  return (t->sm_count + t->cluster_size - 1) / t->cluster_size;
+}
+static inline uint32_t df_topology_cluster_id(const df_topology *t, uint32_t sm) {
+  return sm / t->cluster_size;
+}
+static inline uint32_t df_topology_cluster_rank(const df_topology *t, uint32_t sm) {
+  return sm % t->cluster_size;
+}
+static inline bool df_topology_same_cluster(const df_topology *t, uint32_t a, uint32_t b) {
+  return a / t->cluster_size == b / t->cluster_size;
+}
+
+/* ---- handler identities and variant keys (REFERENCE 1.5, 1.6) ---------- */
+
+typedef enum df_iter_mode {
+  DF_ITER_GENERIC = 0,
+  DF_ITER_TILE_COUNT = 1,
+  DF_ITER_EXACT_LENGTH = 2,
+} df_iter_mode;
+
+typedef enum df_arity_class {
+  DF_ARITY_PASSTHROUGH = 0,
+  DF_ARITY_BINARY = 1,
+  DF_ARITY_GENERIC = 2,
+} df_arity_class;
+
+#define DF_VARIANT_SCHEMA_VERSION 1u
+
+/* Binding key of a handler: (operator_id, operator_kind). */
+typedef struct df_identity {
+  uint32_t operator_id;
+  df_op_kind kind; /* never DF_OPK_NONE in a valid identity */
+} df_identity;
+
+/* A variant key: base identity + typed specialisations. */
+typedef struct df_variant {
+  df_identity base;
+  uint32_t schema_version; /* DF_VARIANT_SCHEMA_VERSION */
+  bool has_iter;
+  df_iter_mode iter_mode;
+  uint32_t iter_value; /* 0 for generic */
+  bool has_arity;
+  df_arity_class arity;
+} df_variant;
+
+const char *df_iter_mode_name(df_iter_mode m);
+const char *df_arity_class_name(df_arity_class c);
+/* "Unsupported Dataflow ITER specialization mode 'x'; expected one of:
+   exact_length, generic, tile_count". */
+df_status df_iter_mode_parse(const char *name, df_iter_mode *out);
+/* Validates an iter spec: generic has no value; the others need a
+   positive value. has_value distinguishes None from 0. */
+df_status df_iter_spec_check(df_iter_mode mode, bool has_value, int64_t value);
+/* Arity class of a reduce arity; arity <= 0 is an error, has_arity=false
+   (None) is generic. */
+df_status df_arity_class_for(bool has_arity, int64_t arity, df_arity_class *out);
+/* Checks the specialisation kinds against the base kind (iter: one iter
+   spec; reduce: one arity spec; map/finalize: none) and schema version. */
+df_status df_variant_check(const df_variant *v);
+/* Default variant: iter -> generic; reduce -> class of arity (<=0 means
+   None -> generic); others none. */
+df_status df_variant_default(df_identity base, int64_t reduce_arity,
+                             df_variant *out);
+bool df_variant_equal(const df_variant *a, const df_variant *b);
+/* Total order on canonical keys (schema, binding key, spec keys). */
+int df_variant_compare(const df_variant *a, const df_variant *b);
+/* Fixed extent of an iter spec: exact -> value; tile_count -> value *
+   bucket_size; generic -> 0. */
+uint32_t df_variant_fixed_extent(const df_variant *v, uint32_t bucket_size);
+/* Diagnostic name: base, `<base>__dataflow_iter_tiles_<v>` or
+   `<base>__dataflow_iter_len_<v>`. Returns bytes needed (snprintf). */
+int df_variant_diag_name(const df_variant *v, const char *base, char *buf,
+                         size_t cap);
+
+/* Canonical JSON of identities and variants; the parsers accept exactly
+   what the writers produce plus whitespace and key reordering, and
+   reject identities carrying "specialization". Writers return bytes
+   needed (snprintf semantics). */
+int df_identity_to_json(const df_identity *id, char *buf, size_t cap);
+df_status df_identity_from_json(const char *json, df_identity *out);
+int df_variant_to_json(const df_variant *v, char *buf, size_t cap);
+df_status df_variant_from_json(const char *json, df_variant *out);
+
+/* Iter-range bucket options (REFERENCE 1.6). */
+typedef struct df_iter_buckets {
+  bool enabled;      /* false: no bucket list */
+  uint32_t count;    /* sorted unique positive tile counts */
+  uint32_t values[64];
+  bool generic;      /* parsed lists always include generic */
+} df_iter_buckets;
+
+/* None-like spellings ("", "0", "false", "none", "off") -> disabled;
+   "auto" -> {1,2,4}+generic; else a comma list of positive ints and/or
+   "generic". */
+df_status df_iter_buckets_parse(const char *text, df_iter_buckets *out);
+
+/* Exact lengths: same none-like spellings, else positive ints; sorted
+   unique. */
+typedef struct df_exact_lengths {
+  uint32_t count;
+  uint32_t values[64];
+} df_exact_lengths;
+df_status df_exact_lengths_parse(const char *text, df_exact_lengths *out);
+
+/* Iter spec chosen for a range of `length` (REFERENCE 1.6 selection). */
+void df_iter_select(uint32_t length, const df_iter_buckets *buckets,
+                    uint32_t bucket_size, const df_exact_lengths *exact,
+                    df_iter_mode *mode, uint32_t *value);
+
+/* ---- the plan ----------------------------------------------------------- */
+
+/* Plan-level opcodes; df_instr_op_abi maps them to ABI opcodes. */
+typedef enum df_instr_op {
+  DF_INSTR_EXIT = 0,
+  DF_INSTR_ITER,
+  DF_INSTR_MAP,
+  DF_INSTR_RESHARED,
+  DF_INSTR_REDUCE,
+  DF_INSTR_REDUCE_UPDATE,
+  DF_INSTR_FINALIZE,
+  DF_INSTR_CLUSTER_SYNC,
+  DF_INSTR_OP_COUNT
+} df_instr_op;
+
+df_abi_opcode df_instr_op_abi(df_instr_op op);
+/* "exit", "iter", "map", "reshared", "reduce", "reduce_update",
+   "finalize", "cluster_sync". */
+const char *df_instr_op_name(df_instr_op op);
+df_status df_instr_op_parse(const char *name, df_instr_op *out);
+
+typedef enum df_policy {
+  DF_POLICY_ROUND_ROBIN = 0,
+  DF_POLICY_CLUSTER_LOCAL = 1,
+  DF_POLICY_STAGE_GRAPH = 2, /* recorded for reshared plans */
+} df_policy;
+
+typedef enum df_reduce_strategy {
+  DF_REDUCE_ALL_AT_ONCE = 0,
+  DF_REDUCE_STREAMING = 1,
+  DF_REDUCE_STREAMING_TREE = 2,
+  DF_REDUCE_NONE = 3, /* recorded for reshared plans */
+} df_reduce_strategy;
+
+const char *df_policy_name(df_policy p);
+const char *df_reduce_strategy_name(df_reduce_strategy s);
+/* Errors use the reference's wording ("Dataflow scheduler_policy must be
+   one of ('round_robin', 'cluster_local'), got 'x'"). */
+df_status df_policy_parse(const char *name, df_policy *out);
+df_status df_reduce_strategy_parse(const char *name, df_reduce_strategy *out);
+
+/* One scheduled instruction. */
+typedef struct df_instr {
+  uint32_t id;
+  df_instr_op op;
+  uint32_t task; /* DF_SENTINEL if none */
+  uint32_t sm;   /* queue it is placed on by the scheduler */
+  bool has_range;
+  uint32_t range_begin, range_end;
+  uint32_t input_offset, input_count; /* into df_plan.inputs (slot ids) */
+  uint32_t output_slot;               /* DF_SENTINEL if none */
+  int32_t stage;                      /* program stage, -1 for none */
+  bool has_identity;
+  df_identity identity;
+  bool has_variant;
+  df_variant variant;
+} df_instr;
+
+typedef enum df_slot_role {
+  DF_ROLE_PARTIAL = 0,
+  DF_ROLE_REDUCED,
+  DF_ROLE_ACCUMULATOR,
+  DF_ROLE_STAGE_OUTPUT, /* "<stage name>_output" */
+  DF_ROLE_RESHARED_FULL,
+  DF_ROLE_CLUSTER_INBOX,
+  DF_ROLE_CLUSTER_GATED_INBOX,
+  DF_ROLE_HBM_SPILL_INBOX,
+  DF_ROLE_JOINT_COMM_INBOX,
+  DF_ROLE_JOINT_COMM_OUTBOX,
+  DF_ROLE_JOINT_PREFETCH_INBOX,
+  DF_ROLE_COUNT
+} df_slot_role;
+
+const char *df_slot_role_name(df_slot_role r); /* stage output -> "stage_output" */
+df_status df_slot_role_parse(const char *name, df_slot_role *out);
+/* Roles that must be scratch-backed and carry DF_SLOT_FLAG_COMMUNICATE. */
+bool df_slot_role_communicates(df_slot_role r);
+
+/* One intermediate slot. */
+typedef struct df_slot {
+  uint32_t id;
+  uint32_t task;     /* DF_SENTINEL if none */
+  int32_t type;      /* index into df_plan.types */
+  df_slot_role role;
+  int32_t stage;     /* stage of DF_ROLE_STAGE_OUTPUT, else -1 */
+  uint32_t producer; /* instruction id or DF_SENTINEL */
+  uint32_t shared_storage; /* DF_SENTINEL = own id */
+  uint32_t global_storage; /* DF_SENTINEL = own id */
+  bool private_shared;     /* remote reshared target: own shared region */
+  bool scratch_backed;
+  bool has_scratch_offset;
+  uint32_t scratch_offset;
+  uint32_t owner;          /* explicit owner CTA, DF_SENTINEL = producer's SM */
+  bool gated;              /* cluster gated push */
+} df_slot;
+
+/* One half of a transfer. */
+typedef struct df_comm {
+  df_comm_kind kind;
+  uint32_t src_instr, dst_instr;
+  uint32_t src_slot, dst_slot;
+  uint32_t producer_sm, consumer_sm;
+  uint32_t dispatch_instr; /* DF_SENTINEL = default (recv kinds: target;
+                              else source) */
+  uint32_t peer_cta_rank;  /* DF_SENTINEL = derived */
+  uint32_t flag_epoch;
+  uint32_t barrier_phase;
+  uint32_t byte_offset, byte_count; /* byte_count 0 = whole slot */
+  uint32_t segment_id, segment_count;
+  uint32_t gate_id;        /* cluster_gate_id, DF_SENTINEL none */
+} df_comm;
+
+/* Program facts a plan keeps so it is self-contained. */
+typedef struct df_plan_type {
+  char name[DF_NAME_MAX];
+  uint32_t bytes; /* slot bytes */
+} df_plan_type;
+
+typedef struct df_plan_stage {
+  char name[DF_NAME_MAX];    /* stage name */
+  char op_name[DF_NAME_MAX]; /* operator (call) name, "" for reshared */
+  df_stage_kind kind;
+  df_op_kind op_kind;        /* the call's kind, DF_OPK_NONE if none */
+} df_plan_stage;
+
+typedef struct df_plan {
+  df_allocator alloc;
+  df_topology topology;
+  uint32_t block_size;
+  char range_axis[DF_NAME_MAX];
+  df_policy policy;
+  df_reduce_strategy strategy;
+  uint32_t extent_count; /* 0: coordinates are (task) */
+  uint32_t extents[DF_MAX_AXES];
+  uint32_t task_count;
+  uint32_t *task_lengths; /* task_count entries */
+  uint32_t stage_count;
+  df_plan_stage *stages;
+  uint32_t type_count;
+  df_plan_type *types;
+  uint32_t instr_count, instr_cap;
+  df_instr *instrs; /* instrs[i].id == i */
+  uint32_t slot_count, slot_cap;
+  df_slot *slots; /* slots[i].id == i */
+  uint32_t comm_count, comm_cap;
+  df_comm *comms;
+  uint32_t input_count, input_cap;
+  uint32_t *inputs; /* input slot ids of all instructions */
+  uint32_t *queue_offsets; /* topology.sm_count entries into queue_ids */
+  uint32_t *queue_lengths;
+  uint32_t queue_id_count, queue_id_cap;
+  uint32_t *queue_ids; /* instruction ids */
+} df_plan;
+
+/* An empty plan for a topology (checked). */
+df_status df_plan_create(const df_allocator *alloc, df_topology topology,
+                         df_plan **out);
+void df_plan_destroy(df_plan *p);
+/* Deep copy. */
+df_status df_plan_clone(const df_plan *p, df_plan **out);
+
+/* Growers; each returns the new element's index through `index`. */
+df_status df_plan_add_type(df_plan *p, const char *name, uint32_t bytes,
+                           int32_t *index);
+df_status df_plan_add_stage(df_plan *p, const df_plan_stage *s, int32_t *index);
+df_status df_plan_add_instr(df_plan *p, const df_instr *in,
+                            const uint32_t *inputs, uint32_t input_count,
+                            uint32_t *id);
+df_status df_plan_add_slot(df_plan *p, const df_slot *s, uint32_t *id);
+df_status df_plan_add_comm(df_plan *p, const df_comm *c);
+df_status df_plan_set_tasks(df_plan *p, uint32_t task_count,
+                            const uint32_t *lengths);
+/* Rebuild queues from scratch: queue of SM s = ids in `order` whose
+   instruction has sm == s, in `order`'s order. order NULL = id order. */
+df_status df_plan_build_queues(df_plan *p, const uint32_t *order,
+                               uint32_t count);
+/* Set queues explicitly (lengths per SM, ids concatenated). */
+df_status df_plan_set_queues(df_plan *p, const uint32_t *lengths,
+                             const uint32_t *ids, uint32_t id_count);
+
+static inline const uint32_t *df_plan_instr_inputs(const df_plan *p,
+                                                   const df_instr *in) {
+  return p->inputs + in->input_offset;
+}
+/* Coordinates of a task: row-major decomposition over extents (last
+   varies fastest), or (task) without extents. Returns the count. */
+uint32_t df_plan_task_coords(const df_plan *p, uint32_t task,
+                             uint32_t coords[DF_MAX_AXES]);
+/* Dispatch instruction of a comm (explicit, else target for receive
+   kinds, else source). */
+uint32_t df_comm_dispatch(const df_comm *c);
+bool df_comm_kind_is_recv(df_comm_kind k); /* 2, 4, 6, 7 */
+bool df_comm_kind_is_hbm(df_comm_kind k);  /* 3, 4, 6, 7 */
+bool df_comm_kind_is_cluster(df_comm_kind k); /* 1, 2, 5 */
+const char *df_comm_kind_name(df_comm_kind k); /* "cluster_send", ... */
+df_status df_comm_kind_parse(const char *name, df_comm_kind *out);
+
+/* ---- scheduling ---------------------------------------------------------- */
+
+/* Length source of one dynamic range axis. */
+typedef struct df_range_lengths {
+  const char *axis;
+  uint32_t count;
+  const uint32_t *lengths;
+  const uint32_t *offsets; /* NULL: none */
+} df_range_lengths;
+
+typedef struct df_schedule_options {
+  df_topology topology;
+  uint32_t block_size;
+  uint32_t range_count;
+  df_range_lengths ranges[DF_MAX_AXES];
+  uint32_t extent_count; /* 0: no task_extents */
+  uint32_t extents[DF_MAX_AXES];
+  df_policy policy;
+  df_reduce_strategy strategy;
+  bool include_exit;
+  bool force_hbm_comms;
+  bool partial_only;
+  df_iter_buckets buckets;
+  uint32_t bucket_size; /* 0: block_size */
+  df_exact_lengths exact_lengths;
+} df_schedule_options;
+
+/* The reference defaults: include_exit, round_robin, all_at_once. */
+df_schedule_options df_schedule_options_default(void);
+
+/* Schedule a validated program for concrete range lengths (REFERENCE 2). */
+df_status df_schedule(const df_program *prog, const df_schedule_options *o,
+                      df_plan **out);
+
+/* Attach identities and default variants (REFERENCE 2.7); also run on
+   hand-edited plans. */
+df_status df_plan_attach_handlers(df_plan *p);
+
+/* ---- barriers (REFERENCE 3) --------------------------------------------- */
+
+typedef struct df_barrier_alloc {
+  uint32_t barrier_count;
+  uint32_t slot_count, comm_count;
+  uint32_t *slot_barrier;  /* per slot: barrier index or DF_SENTINEL */
+  uint32_t *comm_barrier;  /* per comm: barrier index of its use or S */
+  uint32_t *comm_phase;    /* per comm: barrier phase (0 if none) */
+  uint32_t *comm_ack;      /* per comm: cluster ACK index or S */
+  uint32_t ack_count;
+} df_barrier_alloc;
+
+df_status df_allocate_barriers(const df_plan *p, const df_allocator *alloc,
+                               df_barrier_alloc *out);
+void df_barrier_alloc_free(df_barrier_alloc *b, const df_allocator *alloc);
+/* Legal colouring, count = max + 1, every use assigned. */
+df_status df_barrier_alloc_check(const df_plan *p, const df_barrier_alloc *b);
+
+/* ---- slot layout (REFERENCE 4) -------------------------------------------- */
+
+typedef struct df_layout_options {
+  bool hbm_direct_global;
+  uint32_t direct_count;
+  const uint32_t *direct_slots; /* selective direct-global slot ids */
+  bool reuse_hbm_flags;
+} df_layout_options;
+
+typedef struct df_slot_layout {
+  uint32_t slot_count;
+  df_abi_slot *slots; /* barrier_index filled from the barrier allocation */
+  uint32_t shared_slot_bytes;
+  uint32_t global_staging_bytes;
+  uint32_t scratch_bytes;
+  bool reuse_hbm_flags;
+} df_slot_layout;
+
+df_status df_layout_slots(const df_plan *p, const df_barrier_alloc *b,
+                          const df_layout_options *o,
+                          const df_allocator *alloc, df_slot_layout *out);
+void df_slot_layout_free(df_slot_layout *l, const df_allocator *alloc);
+
+/* ---- packing (REFERENCE 5) -------------------------------------------------- */
+
+/* One entry of the handler table. */
+typedef struct df_handler {
+  uint32_t id;
+  char name[DF_NAME_MAX]; /* operator name */
+  df_op_kind kind;
+  bool has_identity;
+  df_identity identity;
+  bool has_variant;
+  df_variant variant;
+  bool primary;
+  char symbol[2 * DF_NAME_MAX]; /* dataflow_handler_<id>_<sanitised> */
+} df_handler;
+
+typedef struct df_named_index {
+  char name[DF_NAME_MAX];
+  uint32_t index;
+  df_op_kind kind; /* operator table only */
+} df_named_index;
+
+typedef struct df_launch_package {
+  uint32_t abi_version;
+  uint32_t sm_count, cluster_size;
+  uint32_t barrier_count, barrier_bytes;
+  uint32_t cluster_ack_count, cluster_ack_barrier_bytes,
+      cluster_ack_pending_bytes;
+  uint32_t hbm_recv_state_bytes;
+  uint32_t shared_control_bytes, shared_slot_base_offset, shared_slot_bytes,
+      shared_memory_bytes;
+  uint32_t flag_count, flags_bytes;
+  uint32_t global_staging_bytes;
+  uint32_t slot_count, comm_count, arg_count, instruction_count;
+  uint32_t scratch_slot_count, scratch_bytes;
+  uint32_t cluster_inbox_offset, cluster_inbox_bytes;
+  bool needs_flag_reset;
+  uint32_t *barrier_init_offsets; /* sm_count */
+  uint32_t *barrier_init_lengths; /* sm_count */
+  uint32_t barrier_init_count;
+  uint32_t *barrier_init_indices;
+} df_launch_package;
+
+typedef struct df_pack_options {
+  df_layout_options layout;
+} df_pack_options;
+
+typedef struct df_packed {
+  df_allocator alloc;
+  uint32_t abi_version;
+  df_topology topology;
+  uint32_t instr_count, slot_count, comm_count, arg_count;
+  df_abi_instr *instrs; /* pack order */
+  uint32_t *pack_order; /* plan instruction id of each packed instruction */
+  df_abi_slot *slots;
+  df_abi_comm *comms;
+  df_abi_args *args;
+  uint32_t *queue_offsets, *queue_lengths; /* sm_count each */
+  uint32_t input_slot_count, task_coord_count;
+  uint32_t *input_slots, *task_coords;
+  uint32_t handler_count, primary_handler_count;
+  df_handler *handlers;
+  uint32_t operator_count;
+  df_named_index *operators;
+  uint32_t type_count;
+  df_named_index *types;
+  df_barrier_alloc barriers;
+  uint32_t shared_slot_bytes, global_staging_bytes, scratch_bytes;
+  df_launch_package launch;
+  char fingerprint[65];
+} df_packed;
+
+/* Allocate barriers, lay out slots, pack records and build the launch
+   package of a plan (REFERENCE 3-5). */
+df_status df_pack(const df_plan *p, const df_pack_options *o,
+                  const df_allocator *alloc, df_packed **out);
+void df_packed_destroy(df_packed *k);
+
+/* Build and check the launch package from packed records (REFERENCE 5.5). */
+df_status df_launch_package_build(const df_packed *k, df_launch_package *out);
+void df_launch_package_free(df_launch_package *l, const df_allocator *alloc);
+
+/* SHA-256 hex of the plan's canonical encoding (operator names
+   excluded), REFERENCE 5.6. */
+df_status df_plan_fingerprint(const df_plan *p, char hex[65]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,23 @@
+import os
+import shutil
+
+import lit.formats
+
+config.name = "df"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.df_obj_root, "test", "lit")
+
+path = os.pathsep.join([config.df_tools_dir, config.llvm_tools_dir,
+                        config.environment.get("PATH", os.environ["PATH"])])
+config.environment["PATH"] = path
+
+config.substitutions.append(("%df_src", config.df_src_root))
+config.substitutions.append(("%examples", os.path.join(config.df_src_root, "examples")))
+config.substitutions.append(
+    ("%irdl", os.path.join(config.df_src_root, "lib", "Dialect", "df.irdl.mlir")))
+
+if config.ptxas and os.path.exists(config.ptxas):
+    config.available_features.add("ptxas")
