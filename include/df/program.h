@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "df/alloc.h"
 #include "df/status.h"
@@ -221,6 +222,10 @@ uint32_t df_program_tensor_args(const df_program *p, const char **names,
 /* Index of the canonical pipeline's partial stage (stage kind map with
    an iter operator), -1 if none. */
 int32_t df_program_partial_stage(const df_program *p);
+
+/* Print the program model as text: axes, ranges, intermediates with slot
+   bytes, operators, stages with handler identities, tensor argument order. */
+df_status df_program_dump(const df_program *p, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,61 @@
+/* The df compiler front end over the MLIR C API: context with the df
+   dialect loaded, parsing, IR -> program model, and df's passes. */
+#ifndef DF_COMPILER_H
+#define DF_COMPILER_H
+
+#include <stddef.h>
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Pass.h"
+
+#include "df/plan.h"
+#include "df/program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A context with func, every upstream dialect and the df dialect (the
+   embedded IRDL) loaded. Destroy with mlirContextDestroy. */
+df_status df_context_create(MlirContext *out);
+
+/* Parse `len` bytes of MLIR text (or bytecode) named `source_name` into a
+   builtin.module. Parse errors are reported through the context's
+   diagnostics; the status summarises them. */
+df_status df_parse_module(MlirContext ctx, const char *text, size_t len,
+                          const char *source_name, MlirOperation *out);
+
+/* Read a whole file ("-" = stdin) into a NUL-terminated buffer owned by
+   the caller (free with free()). */
+df_status df_read_file(const char *path, char **data, size_t *len);
+
+/* The program function of a module: the func.func carrying
+   df.task_domain. `name` NULL selects the only one (error if several). */
+df_status df_find_program(MlirOperation module, const char *name,
+                          MlirOperation *out);
+
+/* Convert a module's program to the model. Every error is also emitted
+   as a located diagnostic. */
+df_status df_program_from_module(MlirOperation module, const char *name,
+                                 const df_allocator *alloc, df_program **out);
+
+/* The df-verify pass: converts the program and checks every rule. */
+MlirPass df_create_verify_pass(void);
+
+/* One of df's passes with its options. */
+typedef struct df_pass_info {
+  const char *name;        /* "df-verify" */
+  const char *description;
+  const char *options;     /* help text of the options, "" if none */
+  /* Creates the pass from "key=value key=value" options. */
+  df_status (*create)(const char *options, MlirPass *out);
+} df_pass_info;
+
+/* df's pass table, NULL-name terminated. */
+const df_pass_info *df_pass_table(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
