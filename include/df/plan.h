@@ -314,6 +314,10 @@ df_status df_plan_build_queues(df_plan *p, const uint32_t *order,
 df_status df_plan_set_queues(df_plan *p, const uint32_t *lengths,
                              const uint32_t *ids, uint32_t id_count);
 
+/* Copy a program's intermediate types (same indices, with slot bytes)
+   and stage names into an empty plan's tables. */
+df_status df_plan_adopt_program(df_plan *p, const df_program *g);
+
 static inline const uint32_t *df_plan_instr_inputs(const df_plan *p,
                                                    const df_instr *in) {
   return p->inputs + in->input_offset;

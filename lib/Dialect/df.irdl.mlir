@@ -73,4 +73,21 @@ irdl.dialect @df {
     irdl.attributes {"call" = %call}
     irdl.operands(input: %u)
   }
+
+  // The plan in IR (written by df-schedule, readable and editable by hand):
+  // one df.plan (topology, block size, task lengths and extents), one
+  // df.queue per SM, and df.instr / df.slot / df.comm records with named
+  // attributes. df.packed holds the ABI records as constants (df-pack).
+  irdl.operation @plan {
+  }
+  irdl.operation @queue {
+  }
+  irdl.operation @instr {
+  }
+  irdl.operation @slot {
+  }
+  irdl.operation @comm {
+  }
+  irdl.operation @packed {
+  }
 }

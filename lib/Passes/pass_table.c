@@ -2,6 +2,11 @@
 #include "df/compiler.h"
 #include "pass_util.h"
 
+df_status df_create_schedule_pass(const char *options, MlirPass *out);
+df_status df_create_allocate_barriers_pass(const char *options, MlirPass *out);
+df_status df_create_layout_slots_pass(const char *options, MlirPass *out);
+df_status df_create_pack_pass(const char *options, MlirPass *out);
+
 static df_status create_verify(const char *options, MlirPass *out) {
   if (options && *options)
     return df_status_errorf(DF_EINVAL, "df-verify takes no options, got '%s'", options);
@@ -12,6 +17,20 @@ static df_status create_verify(const char *options, MlirPass *out) {
 static const df_pass_info table[] = {
     {"df-verify", "check every rule of the df dialect and the program model (always run first)",
      "", create_verify},
+    {"df-schedule", "schedule the program onto SMs for concrete range lengths",
+     "      sm-count=N cluster-size=N block-size=N range-lengths=axis:l,l[;axis:l]\n"
+     "      task-extents=a[,b] policy=round_robin|cluster_local\n"
+     "      reduce-strategy=all_at_once|streaming|streaming_tree include-exit=BOOL\n"
+     "      force-hbm-comms=BOOL partial-only=BOOL iter-range-buckets=auto|1,2,generic|off\n"
+     "      iter-range-bucket-size=N iter-range-exact-lengths=l,l\n",
+     df_create_schedule_pass},
+    {"df-allocate-barriers", "annotate slots and comms with barrier indices and phases", "",
+     df_create_allocate_barriers_pass},
+    {"df-layout-slots", "lay out slots in shared and global memory (records its options)",
+     "      hbm-direct-global=BOOL hbm-direct-global-slots=i,j reuse-hbm-flags=BOOL\n",
+     df_create_layout_slots_pass},
+    {"df-pack", "pack the plan into ABI records held as constants (df.packed)", "",
+     df_create_pack_pass},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -3,19 +3,78 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "df/blob.h"
 #include "df/compiler.h"
+#include "plan_ir.h"
+
+/* What a translation reads: a parsed module, or the bytes of a plan blob
+   (only for translations that accept blobs). */
+typedef struct input {
+  MlirOperation module; /* null for blob input */
+  const uint8_t *blob;
+  size_t blob_len;
+  bool json;
+} input;
 
 typedef struct translation {
   const char *flag;
   const char *description;
-  df_status (*run)(MlirOperation module, FILE *out);
+  bool accepts_blob;
+  df_status (*run)(const input *in, FILE *out);
 } translation;
 
-static df_status program_dump(MlirOperation module, FILE *out) {
+static df_status program_dump(const input *in, FILE *out) {
   df_program *p;
-  DF_TRY(df_program_from_module(module, NULL, NULL, &p));
+  DF_TRY(df_program_from_module(in->module, NULL, NULL, &p));
   df_status s = df_program_dump(p, out);
   df_program_destroy(p);
+  return s;
+}
+
+/* Pack the plan held in IR with the layout options recorded on df.plan. */
+static df_status pack_module(MlirOperation module, df_packed **k, df_program **prog) {
+  MlirOperation plan_op;
+  DF_TRY(df_plan_op(module, &plan_op));
+  uint32_t direct[256];
+  df_pack_options po;
+  memset(&po, 0, sizeof po);
+  DF_TRY(df_plan_layout_options(plan_op, &po.layout, direct, 256));
+  df_plan *plan;
+  DF_TRY(df_plan_from_ir(module, &plan));
+  df_status s = df_pack(plan, &po, NULL, k);
+  df_plan_destroy(plan);
+  DF_TRY(s);
+  if (prog) {
+    s = df_program_from_module(module, NULL, NULL, prog);
+    if (df_failed(&s))
+      df_packed_destroy(*k);
+  }
+  return s;
+}
+
+static df_status to_plan(const input *in, FILE *out) {
+  df_packed *k;
+  df_program *prog;
+  DF_TRY(pack_module(in->module, &k, &prog));
+  uint8_t *bytes = NULL;
+  size_t len = 0;
+  df_status s = df_blob_write(k, prog, NULL, &bytes, &len);
+  if (!df_failed(&s) && fwrite(bytes, 1, len, out) != len)
+    s = df_status_errorf(DF_EIO, "could not write the plan blob");
+  free(bytes);
+  df_program_destroy(prog);
+  df_packed_destroy(k);
+  return s;
+}
+
+static df_status plan_dump(const input *in, FILE *out) {
+  df_packed *k;
+  if (in->module.ptr)
+    DF_TRY(pack_module(in->module, &k, NULL));
+  else
+    DF_TRY(df_blob_read(in->blob, in->blob_len, NULL, &k, NULL));
+  df_status s = in->json ? df_packed_dump_json(k, out) : df_packed_dump_text(k, out);
+  df_packed_destroy(k);
   return s;
 }
 
@@ -23,12 +82,18 @@ static const translation translations[] = {
     {"--df-program-dump",
      "print the program model: stages, intermediates with slot bytes, operator ids and "
      "kinds, tensor argument order",
-     program_dump},
-    {NULL, NULL, NULL},
+     false, program_dump},
+    {"--df-to-plan", "write the packed plan (and the program, for re-planning) as a plan blob",
+     false, to_plan},
+    {"--df-plan-dump",
+     "print a plan blob, or the plan held in IR, as text (--json: as one JSON object)", true,
+     plan_dump},
+    {NULL, NULL, false, NULL},
 };
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: df-translate <translation> [-o FILE] [input|-]\ntranslations:\n");
+  fprintf(out, "usage: df-translate <translation> [--json] [-o FILE] [input|-]\n"
+               "translations:\n");
   for (const translation *t = translations; t->flag; t++)
     fprintf(out, "  %-20s %s\n", t->flag, t->description);
 }
@@ -36,6 +101,7 @@ static void usage(FILE *out) {
 int main(int argc, char **argv) {
   const char *input = NULL, *output = NULL;
   const translation *chosen = NULL;
+  bool json = false;
   for (int i = 1; i < argc; i++) {
     const translation *t = NULL;
     for (const translation *c = translations; c->flag; c++)
@@ -51,6 +117,8 @@ int main(int argc, char **argv) {
         return 2;
       }
       chosen = t;
+    } else if (!strcmp(argv[i], "--json")) {
+      json = true;
     } else if (!strcmp(argv[i], "-o")) {
       if (++i == argc) {
         fprintf(stderr, "df-translate: -o needs a file name\n");
@@ -80,12 +148,31 @@ int main(int argc, char **argv) {
     fprintf(stderr, "df-translate: %s\n", s.message);
     return 1;
   }
-  MlirContext ctx;
-  s = df_context_create(&ctx);
-  MlirOperation module = {NULL};
-  if (!df_failed(&s))
-    s = df_parse_module(ctx, text, len, strcmp(input, "-") ? input : "<stdin>", &module);
-  free(text);
+  if (len == 0) {
+    fprintf(stderr, "df-translate: %s: the input is empty; expected an MLIR module%s\n",
+            input, chosen->accepts_blob ? " or a plan blob" : "");
+    free(text);
+    return 1;
+  }
+  if (json && chosen->run != plan_dump) {
+    fprintf(stderr, "df-translate: --json applies to --df-plan-dump only\n");
+    free(text);
+    return 2;
+  }
+  input in = {{NULL}, NULL, 0, json};
+  bool is_blob = len >= DF_BLOB_MAGIC_BYTES && !memcmp(text, DF_BLOB_MAGIC, DF_BLOB_MAGIC_BYTES);
+  MlirContext ctx = {NULL};
+  if (is_blob && !chosen->accepts_blob) {
+    s = df_status_errorf(DF_EFORMAT, "%s is a plan blob; %s needs an MLIR module", input,
+                         chosen->flag);
+  } else if (is_blob) {
+    in.blob = (const uint8_t *)text;
+    in.blob_len = len;
+  } else {
+    s = df_context_create(&ctx);
+    if (!df_failed(&s))
+      s = df_parse_module(ctx, text, len, strcmp(input, "-") ? input : "<stdin>", &in.module);
+  }
   int rc = 0;
   if (df_failed(&s)) {
     fprintf(stderr, "df-translate: %s\n", s.message);
@@ -96,7 +183,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "df-translate: cannot write '%s'\n", output);
       rc = 1;
     } else {
-      s = chosen->run(module, out);
+      s = chosen->run(&in, out);
       if (df_failed(&s)) {
         fprintf(stderr, "df-translate: %s\n", s.message);
         rc = 1;
@@ -105,8 +192,10 @@ int main(int argc, char **argv) {
         fclose(out);
     }
   }
-  if (!mlirOperationIsNull(module))
-    mlirOperationDestroy(module);
-  mlirContextDestroy(ctx);
+  free(text);
+  if (in.module.ptr)
+    mlirOperationDestroy(in.module);
+  if (ctx.ptr)
+    mlirContextDestroy(ctx);
   return rc;
 }

@@ -1,0 +1,191 @@
+/* bench/plan_build: time schedule -> barriers -> layout -> pack (with
+   launch package and fingerprint) for the seed plans and decode-sized
+   plans, and show how the cost grows with the instruction count.
+   Prints one table; not a test. Usage: bench_plan_build [repeats]. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "df/plan.h"
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void die(df_status s, const char *what) {
+  if (s.code != DF_OK) {
+    fprintf(stderr, "bench_plan_build: %s: %s\n", what, s.message);
+    exit(1);
+  }
+}
+
+static df_program *attention_program(void) {
+  df_program *p;
+  die(df_program_create(NULL, "attention", &p), "program");
+  die(df_program_add_axis(p, "batch"), "axis");
+  die(df_program_add_axis(p, "head"), "axis");
+  die(df_program_add_range(p, "kv", "seq_lens"), "range");
+  df_field f[2];
+  memset(f, 0, sizeof f);
+  strcpy(f[0].name, "lse");
+  f[0].dtype = DF_DTYPE_FLOAT32;
+  strcpy(f[1].name, "o");
+  f[1].dtype = DF_DTYPE_FLOAT32; /* decode: o[128] per head group */
+  f[1].rank = 1;
+  f[1].shape[0] = 128;
+  int32_t t;
+  die(df_program_add_type(p, "AttnInter", 2, f, &t), "type");
+  df_param sk[2] = {{"seq", DF_PARAM_SCALAR, -1}, {"K", DF_PARAM_TENSOR, -1}};
+  df_param cb[1] = {{"items", DF_PARAM_INTER_LIST, t}};
+  df_param fz[2] = {{"inter", DF_PARAM_INTER, t}, {"O", DF_PARAM_TENSOR, -1}};
+  int32_t o0, o1, o2;
+  die(df_program_add_operator(p, "split_kv", DF_OPK_ITER, 2, sk, t, &o0), "op");
+  die(df_program_add_operator(p, "combine", DF_OPK_REDUCE, 1, cb, t, &o1), "op");
+  die(df_program_add_operator(p, "finalize", DF_OPK_FINALIZE, 2, fz, -1, &o2), "op");
+  df_stage s;
+  memset(&s, 0, sizeof s);
+  s.logical_type = -1;
+  strcpy(s.name, "partial");
+  s.kind = DF_STAGE_MAP;
+  s.op = o0;
+  s.input = -1;
+  strcpy(s.range_axis, "kv");
+  s.type = t;
+  die(df_program_add_stage(p, &s, NULL), "stage");
+  memset(s.range_axis, 0, sizeof s.range_axis);
+  strcpy(s.name, "reduce");
+  s.kind = DF_STAGE_REDUCE;
+  s.op = o1;
+  s.input = 0;
+  die(df_program_add_stage(p, &s, NULL), "stage");
+  strcpy(s.name, "finalize");
+  s.kind = DF_STAGE_FINALIZE;
+  s.op = o2;
+  s.input = 1;
+  s.type = -1;
+  die(df_program_add_stage(p, &s, NULL), "stage");
+  die(df_program_validate(p), "validate");
+  return p;
+}
+
+typedef struct result {
+  uint32_t instrs;
+  double schedule_us, pack_us;
+} result;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median over `repeats` runs of schedule and of pack. */
+static result run(const df_program *prog, const df_schedule_options *o, int repeats) {
+  double *ts = malloc(sizeof(double) * repeats), *tp = malloc(sizeof(double) * repeats);
+  result r = {0, 0, 0};
+  for (int i = 0; i < repeats; i++) {
+    double t0 = now_us();
+    df_plan *plan;
+    die(df_schedule(prog, o, &plan), "schedule");
+    double t1 = now_us();
+    df_packed *k;
+    die(df_pack(plan, NULL, NULL, &k), "pack");
+    double t2 = now_us();
+    ts[i] = t1 - t0;
+    tp[i] = t2 - t1;
+    r.instrs = plan->instr_count;
+    df_packed_destroy(k);
+    df_plan_destroy(plan);
+  }
+  qsort(ts, repeats, sizeof(double), cmp_double);
+  qsort(tp, repeats, sizeof(double), cmp_double);
+  r.schedule_us = ts[repeats / 2];
+  r.pack_us = tp[repeats / 2];
+  free(ts);
+  free(tp);
+  return r;
+}
+
+static void row(const char *name, const df_program *prog, const df_schedule_options *o,
+                int repeats) {
+  result r = run(prog, o, repeats);
+  double total = r.schedule_us + r.pack_us;
+  printf("| %-44s | %8u | %10.1f | %10.1f | %10.1f | %8.1f |\n", name, r.instrs, r.schedule_us,
+         r.pack_us, total, total * 1000.0 / r.instrs);
+}
+
+/* Deterministic lengths in [lo, hi] (xorshift), rounded to 16. */
+static void lengths(uint32_t *out, uint32_t n, uint32_t lo, uint32_t hi, uint32_t seed) {
+  uint32_t x = seed;
+  for (uint32_t i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    out[i] = (lo + x % (hi - lo + 1)) / 16 * 16;
+    if (out[i] == 0)
+      out[i] = 16;
+  }
+}
+
+static df_schedule_options options(uint32_t sms, uint32_t cluster, uint32_t block,
+                                   const uint32_t *kv, uint32_t tasks, df_policy pol,
+                                   df_reduce_strategy strat) {
+  df_schedule_options o = df_schedule_options_default();
+  o.topology.sm_count = sms;
+  o.topology.cluster_size = cluster;
+  o.block_size = block;
+  o.range_count = 1;
+  o.ranges[0].axis = "kv";
+  o.ranges[0].count = tasks;
+  o.ranges[0].lengths = kv;
+  o.policy = pol;
+  o.strategy = strat;
+  return o;
+}
+
+int main(int argc, char **argv) {
+  int repeats = argc > 1 ? atoi(argv[1]) : 21;
+  if (repeats < 1)
+    repeats = 1;
+  df_program *prog = attention_program();
+  printf("plan build: median of %d runs; total = schedule + pack (barriers, layout, "
+         "records, launch package, fingerprint)\n\n",
+         repeats);
+  printf("| %-44s | %8s | %10s | %10s | %10s | %8s |\n", "plan", "instrs", "sched us",
+         "pack us", "total us", "ns/instr");
+  printf("|%s|%s|%s|%s|%s|%s|\n", "----------------------------------------------",
+         "----------", "------------", "------------", "------------", "----------");
+
+  static const uint32_t seed_kv[2] = {384, 256};
+  df_schedule_options o = options(4, 2, 128, seed_kv, 2, DF_POLICY_ROUND_ROBIN,
+                                  DF_REDUCE_ALL_AT_ONCE);
+  row("seed make_plan (4 SMs, kv 384,256)", prog, &o, repeats);
+
+  uint32_t *kv = malloc(sizeof(uint32_t) * 4096);
+  lengths(kv, 512, 1024, 32768, 12345);
+  o = options(132, 2, 256, kv, 512, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
+  row("decode 64x8, 1K-32K, rr/all_at_once", prog, &o, repeats);
+  o = options(132, 2, 256, kv, 512, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING);
+  row("decode 64x8, 1K-32K, cluster_local/streaming", prog, &o, repeats);
+
+  /* Growth: 4096 tasks, the maximum length doubling up to 128K. */
+  for (uint32_t hi = 16384; hi <= 131072; hi *= 2) {
+    lengths(kv, 4096, 256, hi, 777);
+    char name[64];
+    snprintf(name, sizeof name, "4096 tasks, 256-%uK, cluster_local/streaming", hi / 1024);
+    o = options(132, 2, 256, kv, 4096, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING);
+    row(name, prog, &o, repeats > 5 ? 5 : repeats);
+  }
+  for (uint32_t hi = 16384; hi <= 131072; hi *= 2) {
+    lengths(kv, 4096, 256, hi, 777);
+    char name[64];
+    snprintf(name, sizeof name, "4096 tasks, 256-%uK, rr/all_at_once", hi / 1024);
+    o = options(132, 2, 256, kv, 4096, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
+    row(name, prog, &o, repeats > 5 ? 5 : repeats);
+  }
+  free(kv);
+  df_program_destroy(prog);
+  return 0;
+}
