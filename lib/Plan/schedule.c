@@ -1,0 +1,465 @@
+/* df_schedule: option checks, plan set-up, the shared emission helpers and
+   the all_at_once strategy (REFERENCE 2.2-2.4). Streaming strategies live
+   in schedule_streaming.c, the reshared stage graph in
+   schedule_stage_graph.c. */
+#include <string.h>
+
+#include "schedule_internal.h"
+#include "vec.h"
+
+df_schedule_options df_schedule_options_default(void) {
+  df_schedule_options o;
+  memset(&o, 0, sizeof o);
+  o.topology.cluster_size = 1;
+  o.policy = DF_POLICY_ROUND_ROBIN;
+  o.strategy = DF_REDUCE_ALL_AT_ONCE;
+  o.include_exit = true;
+  return o;
+}
+
+/* ---- emission helpers ---------------------------------------------------- */
+
+df_status df_sched_buf(df_sched *s, uint32_t n) {
+  return df_vec_reserve(&s->p->alloc, (void **)&s->buf, &s->buf_cap, n, sizeof *s->buf);
+}
+
+static df_status reserve_more(df_plan *p, void **data, uint32_t *cap, uint32_t count,
+                              uint64_t more, size_t elem, const char *what) {
+  if (count + more > UINT32_MAX)
+    return df_status_errorf(DF_EINVAL, "Dataflow schedule needs more than 2^32 %s", what);
+  return df_vec_reserve(&p->alloc, data, cap, (uint32_t)(count + more), elem);
+}
+
+df_status df_sched_reserve(df_sched *s, uint64_t instrs, uint64_t slots, uint64_t comms,
+                           uint64_t inputs) {
+  df_plan *p = s->p;
+  DF_TRY(reserve_more(p, (void **)&p->instrs, &p->instr_cap, p->instr_count, instrs,
+                      sizeof *p->instrs, "instructions"));
+  DF_TRY(reserve_more(p, (void **)&p->slots, &p->slot_cap, p->slot_count, slots,
+                      sizeof *p->slots, "slots"));
+  DF_TRY(reserve_more(p, (void **)&p->comms, &p->comm_cap, p->comm_count, comms,
+                      sizeof *p->comms, "comms"));
+  return reserve_more(p, (void **)&p->inputs, &p->input_cap, p->input_count, inputs,
+                      sizeof *p->inputs, "input slots");
+}
+
+uint32_t df_sched_slot(df_sched *s, uint32_t task, int32_t type, df_slot_role role,
+                       uint32_t producer) {
+  df_plan *p = s->p;
+  if (p->slot_count == p->slot_cap) {
+    s->overflow = true;
+    return DF_SENTINEL;
+  }
+  uint32_t id = p->slot_count++;
+  p->slots[id] = (df_slot){.id = id,
+                           .task = task,
+                           .type = type,
+                           .role = role,
+                           .stage = -1,
+                           .producer = producer,
+                           .shared_storage = DF_SENTINEL,
+                           .global_storage = DF_SENTINEL,
+                           .owner = DF_SENTINEL};
+  return id;
+}
+
+/* Append an instruction; the caller fills the rest of the record. */
+static df_instr *push_instr(df_sched *s, df_instr_op op, uint32_t task, uint32_t sm,
+                            int32_t stage, const uint32_t *inputs, uint32_t n,
+                            uint32_t output) {
+  df_plan *p = s->p;
+  if (p->instr_count == p->instr_cap || p->input_cap - p->input_count < n) {
+    s->overflow = true;
+    return NULL;
+  }
+  df_instr *in = &p->instrs[p->instr_count];
+  *in = (df_instr){.id = p->instr_count,
+                   .op = op,
+                   .task = task,
+                   .sm = sm,
+                   .input_offset = p->input_count,
+                   .input_count = n,
+                   .output_slot = output,
+                   .stage = stage};
+  for (uint32_t i = 0; i < n; i++)
+    p->inputs[p->input_count + i] = inputs[i];
+  p->input_count += n;
+  p->instr_count++;
+  return in;
+}
+
+uint32_t df_sched_instr(df_sched *s, df_instr_op op, uint32_t task, uint32_t sm, int32_t stage,
+                        const uint32_t *inputs, uint32_t n, uint32_t output) {
+  df_instr *in = push_instr(s, op, task, sm, stage, inputs, n, output);
+  return in ? in->id : DF_SENTINEL;
+}
+
+uint32_t df_sched_ranged(df_sched *s, df_instr_op op, uint32_t task, uint32_t sm,
+                         int32_t stage, uint32_t b, uint32_t e, const uint32_t *inputs,
+                         uint32_t n, uint32_t output) {
+  df_instr *in = push_instr(s, op, task, sm, stage, inputs, n, output);
+  if (!in)
+    return DF_SENTINEL;
+  in->has_range = true;
+  in->range_begin = b;
+  in->range_end = e;
+  return in->id;
+}
+
+uint32_t df_sched_iter(df_sched *s, uint32_t task, uint32_t sm, uint32_t b, uint32_t e,
+                       uint32_t output) {
+  uint32_t off = s->range->offsets ? s->range->offsets[task] : 0; /* checked: no overflow */
+  df_instr *in = push_instr(s, DF_INSTR_ITER, task, sm, s->partial, NULL, 0, output);
+  if (!in)
+    return DF_SENTINEL;
+  in->has_range = true;
+  in->range_begin = b + off;
+  in->range_end = e + off;
+  in->has_identity = true;
+  in->identity = s->iter_identity;
+  in->has_variant = true;
+  df_variant *v = &in->variant;
+  v->base = s->iter_identity;
+  v->schema_version = DF_VARIANT_SCHEMA_VERSION;
+  v->has_iter = true;
+  df_iter_select(e - b, &s->o->buckets, s->bucket_size, &s->o->exact_lengths, &v->iter_mode,
+                 &v->iter_value);
+  return in->id;
+}
+
+void df_sched_transfer(df_sched *s, uint32_t src_instr, uint32_t dst_instr, uint32_t src_slot,
+                       uint32_t dst_slot, uint32_t producer_sm, uint32_t consumer_sm,
+                       uint32_t cluster_epoch, uint32_t hbm_epoch) {
+  df_plan *p = s->p;
+  if (p->comm_cap - p->comm_count < 2) {
+    s->overflow = true;
+    return;
+  }
+  bool cluster = !s->o->force_hbm_comms &&
+                 df_topology_same_cluster(&s->topo, producer_sm, consumer_sm);
+  df_comm *c = &p->comms[p->comm_count];
+  c[0] = (df_comm){.kind = cluster ? DF_COMM_CLUSTER_SEND : DF_COMM_HBM_SEND,
+                   .src_instr = src_instr,
+                   .dst_instr = dst_instr,
+                   .src_slot = src_slot,
+                   .dst_slot = dst_slot,
+                   .producer_sm = producer_sm,
+                   .consumer_sm = consumer_sm,
+                   .dispatch_instr = DF_SENTINEL,
+                   .peer_cta_rank = cluster ? df_topology_cluster_rank(&s->topo, consumer_sm)
+                                            : DF_SENTINEL,
+                   .flag_epoch = cluster ? cluster_epoch : hbm_epoch,
+                   .segment_count = 1,
+                   .gate_id = DF_SENTINEL};
+  c[1] = c[0];
+  c[1].kind = cluster ? DF_COMM_CLUSTER_RECV : DF_COMM_HBM_RECV;
+  if (cluster)
+    c[1].peer_cta_rank = df_topology_cluster_rank(&s->topo, producer_sm);
+  p->comm_count += 2;
+}
+
+/* ---- all_at_once (REFERENCE 2.4) ------------------------------------------ */
+
+df_status df_schedule_all_at_once(df_sched *s) {
+  const df_range_lengths *r = s->range;
+  bool rr = s->o->policy == DF_POLICY_ROUND_ROBIN;
+  bool reduce = !s->o->partial_only && s->reduce >= 0;
+  bool fin = reduce && s->finalize >= 0;
+  uint64_t blocks = 0;
+  uint32_t max_blocks = 0;
+  for (uint32_t t = 0; t < r->count; t++) {
+    uint32_t nb = df_sched_blocks(s, r->lengths[t]);
+    blocks += nb;
+    max_blocks = nb > max_blocks ? nb : max_blocks;
+  }
+  uint64_t tasks = r->count;
+  DF_TRY(df_sched_reserve(s, blocks + (reduce ? tasks * (1 + fin) : 0),
+                          blocks + (reduce ? tasks : 0), reduce ? 2 * blocks : 0,
+                          reduce ? blocks + tasks * fin : 0));
+  DF_TRY(df_sched_buf(s, 3 * max_blocks));
+  int32_t ptype = s->prog->stages[s->partial].type;
+  int32_t rtype = reduce ? s->prog->stages[s->reduce].type : -1;
+  uint32_t cluster_count = df_topology_cluster_count(&s->topo);
+  uint32_t next_iter_sm = 0; /* not reset between tasks */
+  for (uint32_t t = 0; t < r->count; t++) {
+    uint32_t len = r->lengths[t], nb = df_sched_blocks(s, len);
+    uint32_t *slots = s->buf, *iters = s->buf + nb, *sms = s->buf + 2 * nb;
+    uint32_t first, size;
+    df_sched_cluster_sms(s, t % cluster_count, &first, &size);
+    for (uint32_t i = 0; i < nb; i++) {
+      uint32_t sm;
+      if (rr) {
+        sm = next_iter_sm;
+        next_iter_sm = next_iter_sm + 1 == s->topo.sm_count ? 0 : next_iter_sm + 1;
+      } else {
+        sm = first + i % size;
+      }
+      uint32_t b = i * s->block, e = len - b < s->block ? len : b + s->block;
+      slots[i] = df_sched_slot(s, t, ptype, DF_ROLE_PARTIAL, s->p->instr_count);
+      iters[i] = df_sched_iter(s, t, sm, b, e, slots[i]);
+      sms[i] = sm;
+    }
+    if (!reduce)
+      continue;
+    uint32_t red_sm = sms[0];
+    uint32_t red_slot = df_sched_slot(s, t, rtype, DF_ROLE_REDUCED, s->p->instr_count);
+    uint32_t red = df_sched_instr(s, DF_INSTR_REDUCE, t, red_sm, s->reduce, slots, nb, red_slot);
+    for (uint32_t i = 0; i < nb; i++)
+      if (sms[i] != red_sm)
+        df_sched_transfer(s, iters[i], red, slots[i], slots[i], sms[i], red_sm, 1, t + 1);
+    if (fin)
+      df_sched_instr(s, DF_INSTR_FINALIZE, t, red_sm, s->finalize, &red_slot, 1, DF_SENTINEL);
+  }
+  return df_status_ok();
+}
+
+/* ---- option checks ---------------------------------------------------------- */
+
+static df_status check_range(const df_range_lengths *r, uint32_t index) {
+  if (!r->axis)
+    return df_status_errorf(DF_EINVAL, "Dataflow range_lengths entry %u has no axis name",
+                            index);
+  if (r->count == 0 || !r->lengths)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow range_lengths['%s'] must contain at least one length",
+                            r->axis);
+  for (uint32_t t = 0; t < r->count; t++)
+    if (r->lengths[t] == 0)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow range_lengths['%s'] must contain positive integers, "
+                              "got 0 at index %u",
+                              r->axis, t);
+  for (uint32_t t = 0; r->offsets && t < r->count; t++)
+    if ((uint64_t)r->lengths[t] + r->offsets[t] > UINT32_MAX)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow range_offsets['%s'][%u]=%u moves the range end %u past "
+                              "uint32",
+                              r->axis, t, r->offsets[t], r->lengths[t]);
+  return df_status_ok();
+}
+
+static df_status check_sorted_list(const uint32_t *v, uint32_t n, const char *what) {
+  if (n > 64)
+    return df_status_errorf(DF_EINVAL, "Dataflow %s has %u entries, at most 64", what, n);
+  for (uint32_t i = 0; i < n; i++)
+    if (v[i] == 0 || (i && v[i] <= v[i - 1]))
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow %s must be sorted unique positive integers; entry %u "
+                              "is %u",
+                              what, i, v[i]);
+  return df_status_ok();
+}
+
+static df_status check_options(const df_schedule_options *o) {
+  DF_TRY(df_topology_check(&o->topology));
+  if (o->block_size == 0)
+    return df_status_errorf(DF_EINVAL, "Dataflow block_size must be positive, got 0");
+  if (o->range_count == 0)
+    return df_status_errorf(DF_EINVAL, "Dataflow range_lengths must not be empty");
+  if (o->range_count > DF_MAX_AXES)
+    return df_status_errorf(DF_EINVAL, "Dataflow range_lengths has %u axes, at most %u",
+                            o->range_count, DF_MAX_AXES);
+  for (uint32_t i = 0; i < o->range_count; i++) {
+    DF_TRY(check_range(&o->ranges[i], i));
+    for (uint32_t j = 0; j < i; j++)
+      if (strcmp(o->ranges[i].axis, o->ranges[j].axis) == 0)
+        return df_status_errorf(DF_EINVAL, "Dataflow range_lengths names axis '%s' twice",
+                                o->ranges[i].axis);
+  }
+  if (o->extent_count > DF_MAX_AXES)
+    return df_status_errorf(DF_EINVAL, "Dataflow task_extents has %u entries, at most %u",
+                            o->extent_count, DF_MAX_AXES);
+  for (uint32_t i = 0; i < o->extent_count; i++)
+    if (o->extents[i] == 0)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow task_extents must contain positive integers, got 0 "
+                              "at index %u",
+                              i);
+  if (o->buckets.enabled)
+    DF_TRY(check_sorted_list(o->buckets.values, o->buckets.count, "iter_range_buckets"));
+  return check_sorted_list(o->exact_lengths.values, o->exact_lengths.count,
+                           "iter_range_exact_lengths");
+}
+
+df_status df_sched_check_extents(const df_schedule_options *o, uint32_t task_count) {
+  if (o->extent_count == 0)
+    return df_status_ok();
+  uint64_t product = 1;
+  for (uint32_t i = 0; i < o->extent_count; i++) {
+    product *= o->extents[i];
+    if (product > UINT32_MAX)
+      break;
+  }
+  if (product != task_count)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow task_extents product %llu must equal the task count %u",
+                            (unsigned long long)product, task_count);
+  return df_status_ok();
+}
+
+const df_range_lengths *df_sched_find_range(const df_schedule_options *o, const char *axis) {
+  for (uint32_t i = 0; i < o->range_count; i++)
+    if (strcmp(o->ranges[i].axis, axis) == 0)
+      return &o->ranges[i];
+  return NULL;
+}
+
+static df_status check_policy(const df_sched *s) {
+  const df_schedule_options *o = s->o;
+  if (o->policy != DF_POLICY_ROUND_ROBIN && o->policy != DF_POLICY_CLUSTER_LOCAL)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow scheduler_policy must be one of ('round_robin', "
+                            "'cluster_local'), got '%s'",
+                            df_policy_name(o->policy));
+  if ((unsigned)o->strategy > DF_REDUCE_STREAMING_TREE)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow reduce_strategy must be one of ('all_at_once', "
+                            "'streaming', 'streaming_tree'), got '%s'",
+                            df_reduce_strategy_name(o->strategy));
+  if (o->policy == DF_POLICY_ROUND_ROBIN && o->strategy != DF_REDUCE_ALL_AT_ONCE)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow scheduler policy 'round_robin' supports reduce strategies "
+                            "('all_at_once',), got '%s'",
+                            df_reduce_strategy_name(o->strategy));
+  if (o->strategy == DF_REDUCE_STREAMING_TREE) {
+    if (s->reduce < 0)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow reduce_strategy 'streaming_tree' needs a reduce stage; "
+                              "program '%s' has none",
+                              s->prog->name);
+    const df_operator *op = &s->prog->ops[s->prog->stages[s->reduce].op];
+    if (!df_operator_is_associative(op))
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow reduce_strategy 'streaming_tree' requires an "
+                              "associative reducer; '%s' takes a collection, not two "
+                              "intermediates",
+                              op->name);
+  }
+  return df_status_ok();
+}
+
+/* Stage indices, the scheduled range and the partial's identity of a
+   canonical pipeline. */
+static df_status resolve_pipeline(df_sched *s) {
+  const df_program *g = s->prog;
+  s->partial = df_program_partial_stage(g);
+  s->reduce = s->finalize = -1;
+  for (uint32_t i = 0; i < g->stage_count; i++) {
+    if (g->stages[i].kind == DF_STAGE_REDUCE)
+      s->reduce = (int32_t)i;
+    if (g->stages[i].kind == DF_STAGE_FINALIZE)
+      s->finalize = (int32_t)i;
+  }
+  if (s->partial < 0)
+    return df_status_errorf(DF_EINVAL, "Dataflow program '%s' has no partial stage", g->name);
+  if (s->finalize >= 0 && s->reduce < 0 && !s->o->partial_only)
+    return df_status_errorf(DF_EUNSUPPORTED,
+                            "Dataflow program '%s': finalize without a reduce stage is not "
+                            "supported by the scheduler",
+                            g->name);
+  const char *axis = g->stages[s->partial].range_axis;
+  if (axis[0]) {
+    s->range = df_sched_find_range(s->o, axis);
+    if (!s->range)
+      return df_status_errorf(DF_EINVAL, "Dataflow range_lengths must include the range axis "
+                                         "'%s'",
+                              axis);
+  } else {
+    if (s->o->range_count != 1)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow range_lengths must have exactly one entry when the "
+                              "partial stage has no range_axis, got %u",
+                              s->o->range_count);
+    s->range = &s->o->ranges[0];
+  }
+  s->iter_identity.operator_id = (uint32_t)df_program_operator_id(g, (uint32_t)s->partial);
+  s->iter_identity.kind = df_program_identity_kind(g, (uint32_t)s->partial);
+  return df_status_ok();
+}
+
+static df_status add_exits(df_sched *s) {
+  DF_TRY(df_sched_reserve(s, s->topo.sm_count, 0, 0, 0));
+  for (uint32_t sm = 0; sm < s->topo.sm_count; sm++)
+    df_sched_instr(s, DF_INSTR_EXIT, DF_SENTINEL, sm, -1, NULL, 0, DF_SENTINEL);
+  return df_status_ok();
+}
+
+/* Queues: the strategy's order (or id order) then the EXITs. */
+static df_status build_queues(df_sched *s, uint32_t first_exit) {
+  df_plan *p = s->p;
+  if (!s->order)
+    return df_plan_build_queues(p, NULL, 0);
+  uint32_t cap = s->order_count;
+  DF_TRY(df_vec_reserve(&p->alloc, (void **)&s->order, &cap,
+                        s->order_count + (p->instr_count - first_exit), sizeof *s->order));
+  for (uint32_t id = first_exit; id < p->instr_count; id++)
+    s->order[s->order_count++] = id;
+  return df_plan_build_queues(p, s->order, s->order_count);
+}
+
+static df_status run(df_sched *s) {
+  const df_program *g = s->prog;
+  const df_schedule_options *o = s->o;
+  df_plan *p = s->p;
+  DF_TRY(df_plan_adopt_program(p, g));
+  p->block_size = o->block_size;
+  p->extent_count = o->extent_count;
+  memcpy(p->extents, o->extents, sizeof p->extents);
+  if (df_program_is_stage_graph(g)) {
+    p->policy = DF_POLICY_STAGE_GRAPH;
+    p->strategy = DF_REDUCE_NONE;
+    DF_TRY(df_schedule_stage_graph(s));
+  } else {
+    DF_TRY(resolve_pipeline(s));
+    DF_TRY(check_policy(s));
+    DF_TRY(df_sched_check_extents(o, s->range->count));
+    p->policy = o->policy;
+    p->strategy = o->strategy;
+    DF_TRY(df_name_copy(p->range_axis, sizeof p->range_axis, s->range->axis, "range axis"));
+    DF_TRY(df_plan_set_tasks(p, s->range->count, s->range->lengths));
+    if (o->strategy == DF_REDUCE_ALL_AT_ONCE || o->partial_only || s->reduce < 0)
+      DF_TRY(df_schedule_all_at_once(s));
+    else if (o->strategy == DF_REDUCE_STREAMING)
+      DF_TRY(df_schedule_streaming(s));
+    else
+      DF_TRY(df_schedule_streaming_tree(s));
+  }
+  uint32_t first_exit = p->instr_count;
+  if (o->include_exit)
+    DF_TRY(add_exits(s));
+  if (s->overflow)
+    return df_status_errorf(DF_EINTERNAL,
+                            "Dataflow scheduler emitted more records than it reserved for "
+                            "program '%s'",
+                            g->name);
+  DF_TRY(build_queues(s, first_exit));
+  return df_plan_attach_handlers(p);
+}
+
+df_status df_schedule(const df_program *prog, const df_schedule_options *o, df_plan **out) {
+  if (!out)
+    return df_status_errorf(DF_EINVAL, "df_schedule: no output plan pointer");
+  *out = NULL;
+  if (!prog || !o)
+    return df_status_errorf(DF_EINVAL, "df_schedule: program and options are required");
+  DF_TRY(df_program_validate(prog));
+  DF_TRY(check_options(o));
+  df_sched s;
+  memset(&s, 0, sizeof s);
+  s.prog = prog;
+  s.o = o;
+  s.topo = o->topology;
+  s.block = o->block_size;
+  s.bucket_size = o->bucket_size ? o->bucket_size : o->block_size;
+  s.partial = s.reduce = s.finalize = -1;
+  DF_TRY(df_plan_create(&prog->alloc, o->topology, &s.p));
+  df_status st = run(&s);
+  df_free(&s.p->alloc, s.buf);
+  df_free(&s.p->alloc, s.order);
+  if (df_failed(&st)) {
+    df_plan_destroy(s.p);
+    return st;
+  }
+  *out = s.p;
+  return df_status_ok();
+}
