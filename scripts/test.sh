@@ -17,8 +17,11 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs"
 
 if [ -x "$root/build-asan/test/fuzz_plan_blob" ]; then
+  # New inputs go to a scratch corpus; the committed seeds stay as they are.
+  mkdir -p "$root/build-asan/fuzz-corpus"
   "$root/build-asan/test/fuzz_plan_blob" -runs=20000 -max_len=4096 \
-    "$root/test/fuzz/corpus" >/dev/null 2>"$root/build-asan/fuzz.log" \
+    "$root/build-asan/fuzz-corpus" "$root/test/fuzz/corpus" >/dev/null \
+    2>"$root/build-asan/fuzz.log" \
     || { cat "$root/build-asan/fuzz.log"; exit 1; }
 fi
 echo "df: all tests passed"

@@ -390,6 +390,12 @@ df_status df_allocate_barriers(const df_plan *p, const df_allocator *alloc,
 void df_barrier_alloc_free(df_barrier_alloc *b, const df_allocator *alloc);
 /* Legal colouring, count = max + 1, every use assigned. */
 df_status df_barrier_alloc_check(const df_plan *p, const df_barrier_alloc *b);
+/* As df_allocate_barriers, with the HBM direct-global slot set
+   (direct_global[slot] != 0; NULL for none): an HBM receive between two
+   direct-global slots of one global alias is signal-only and gets no
+   barrier (REFERENCE 3.2). */
+df_status df_allocate_barriers_ex(const df_plan *p, const uint8_t *direct_global,
+                                  const df_allocator *alloc, df_barrier_alloc *out);
 
 /* ---- slot layout (REFERENCE 4) -------------------------------------------- */
 
@@ -409,6 +415,11 @@ typedef struct df_slot_layout {
   bool reuse_hbm_flags;
 } df_slot_layout;
 
+/* The HBM direct-global slot set of layout options (REFERENCE 4), with
+   their errors; mask receives p->slot_count bytes (1 = direct). */
+df_status df_direct_global_slots(const df_plan *p, const df_layout_options *o,
+                                 uint8_t *mask);
+/* b may be NULL (no barriers). */
 df_status df_layout_slots(const df_plan *p, const df_barrier_alloc *b,
                           const df_layout_options *o,
                           const df_allocator *alloc, df_slot_layout *out);

@@ -20,7 +20,7 @@ MlirAttribute df_str(MlirContext ctx, const char *s) {
 }
 
 MlirAttribute df_i64_array(MlirContext ctx, const uint32_t *v, uint32_t n) {
-  int64_t buf[64];
+  int64_t buf[64] = {0};
   int64_t *vals = n <= 64 ? buf : malloc(sizeof(int64_t) * n);
   if (!vals)
     return mlirAttributeGetNull();

@@ -14,16 +14,16 @@ typedef struct input {
   const uint8_t *blob;
   size_t blob_len;
   bool json;
-} input;
+} tr_input;
 
 typedef struct translation {
   const char *flag;
   const char *description;
   bool accepts_blob;
-  df_status (*run)(const input *in, FILE *out);
+  df_status (*run)(const tr_input *in, FILE *out);
 } translation;
 
-static df_status program_dump(const input *in, FILE *out) {
+static df_status program_dump(const tr_input *in, FILE *out) {
   df_program *p;
   DF_TRY(df_program_from_module(in->module, NULL, NULL, &p));
   df_status s = df_program_dump(p, out);
@@ -52,7 +52,7 @@ static df_status pack_module(MlirOperation module, df_packed **k, df_program **p
   return s;
 }
 
-static df_status to_plan(const input *in, FILE *out) {
+static df_status to_plan(const tr_input *in, FILE *out) {
   df_packed *k;
   df_program *prog;
   DF_TRY(pack_module(in->module, &k, &prog));
@@ -67,7 +67,7 @@ static df_status to_plan(const input *in, FILE *out) {
   return s;
 }
 
-static df_status plan_dump(const input *in, FILE *out) {
+static df_status plan_dump(const tr_input *in, FILE *out) {
   df_packed *k;
   if (in->module.ptr)
     DF_TRY(pack_module(in->module, &k, NULL));
@@ -159,7 +159,7 @@ int main(int argc, char **argv) {
     free(text);
     return 2;
   }
-  input in = {{NULL}, NULL, 0, json};
+  tr_input in = {{NULL}, NULL, 0, json};
   bool is_blob = len >= DF_BLOB_MAGIC_BYTES && !memcmp(text, DF_BLOB_MAGIC, DF_BLOB_MAGIC_BYTES);
   MlirContext ctx = {NULL};
   if (is_blob && !chosen->accepts_blob) {

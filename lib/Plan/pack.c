@@ -1,0 +1,230 @@
+/* df_pack (REFERENCE 5.4): barriers, slot layout, handler table, comm,
+   instruction and args records, launch package and fingerprint. */
+#include <string.h>
+
+#include "pack_internal.h"
+
+df_status df_pack_order(df_pack_ctx *c) {
+  const df_plan *p = c->p;
+  df_packed *k = c->k;
+  uint32_t n = p->instr_count, at = 0;
+  c->pack_index = df_arena_sentinels(c->a, n);
+  if (!c->pack_index)
+    return DF_ARENA_OOM("the pack order");
+  for (uint32_t s = 0; s < p->topology.sm_count; s++) {
+    uint64_t off = p->queue_offsets[s], len = p->queue_lengths[s];
+    if (off + len > p->queue_id_count)
+      return df_status_errorf(DF_EINVAL,
+                              "queue of SM %u (offset %llu, length %llu) exceeds the %u "
+                              "queued instruction ids",
+                              s, (unsigned long long)off, (unsigned long long)len,
+                              p->queue_id_count);
+    k->queue_offsets[s] = at;
+    k->queue_lengths[s] = (uint32_t)len;
+    for (uint64_t i = 0; i < len; i++) {
+      uint32_t id = p->queue_ids[off + i];
+      if (id >= n)
+        return df_status_errorf(DF_EINVAL, "queue of SM %u names instruction %u, plan has %u",
+                                s, id, n);
+      if (c->pack_index[id] != DF_SENTINEL)
+        return df_status_errorf(DF_EINVAL, "instruction %u appears more than once in the queues",
+                                id);
+      c->pack_index[id] = at;
+      k->pack_order[at++] = id;
+    }
+  }
+  for (uint32_t id = 0; id < n; id++)
+    if (c->pack_index[id] == DF_SENTINEL) {
+      c->pack_index[id] = at;
+      k->pack_order[at++] = id;
+    }
+  return df_status_ok();
+}
+
+/* Cluster receive count (low half) and send + release count (high). */
+static df_status instr_flags(const df_pack_ctx *c, uint32_t id, uint32_t first, uint32_t end,
+                             uint32_t *flags) {
+  uint64_t recv = 0, send = 0;
+  for (uint32_t j = first; j < end; j++) {
+    df_comm_kind kd = c->p->comms[c->comm_order[j]].kind;
+    recv += kd == DF_COMM_CLUSTER_RECV;
+    send += kd == DF_COMM_CLUSTER_SEND || kd == DF_COMM_CLUSTER_RELEASE;
+  }
+  if (recv > DF_INSTR_FLAGS_MAX_COUNT || send > DF_INSTR_FLAGS_MAX_COUNT)
+    return df_status_errorf(DF_EINVAL,
+                            "instruction %u cluster communication count exceeds the packed ABI "
+                            "limit: %llu receives, %llu sends and releases, limit %u",
+                            id, (unsigned long long)recv, (unsigned long long)send,
+                            DF_INSTR_FLAGS_MAX_COUNT);
+  *flags = (uint32_t)recv | (uint32_t)send << DF_INSTR_FLAGS_SEND_SHIFT;
+  return df_status_ok();
+}
+
+static df_status fill_args(df_pack_ctx *c, const df_instr *in, df_abi_args *a) {
+  const df_plan *p = c->p;
+  df_packed *k = c->k;
+  uint32_t coords[DF_MAX_AXES];
+  uint32_t nc = in->task == DF_SENTINEL ? 0 : df_plan_task_coords(p, in->task, coords);
+  a->task_id = in->task;
+  a->task_coord_offset = k->task_coord_count;
+  a->task_coord_count = nc;
+  memcpy(k->task_coords + k->task_coord_count, coords, sizeof(uint32_t) * nc);
+  k->task_coord_count += nc;
+  a->range_begin = in->has_range ? in->range_begin : 0;
+  a->range_end = in->has_range ? in->range_end : 0;
+  a->input_slot_offset = k->input_slot_count;
+  a->input_slot_count = in->input_count;
+  if (in->input_count)
+    memcpy(k->input_slots + k->input_slot_count, df_plan_instr_inputs(p, in),
+           sizeof(uint32_t) * in->input_count);
+  k->input_slot_count += in->input_count;
+  a->output_slot = in->output_slot;
+  a->handoff_peer_arg_offset = DF_SENTINEL;
+  a->handoff_plan_index = DF_SENTINEL;
+  a->handoff_binding_index = DF_SENTINEL;
+  a->handoff_stage_count = 0;
+  a->handoff_arena_slot = DF_SENTINEL;
+  a->handoff_flags = 0;
+  a->reserved0 = DF_SOURCE_WAIT_NONE; /* set by the source-lifetime pass */
+  a->reserved1 = 0;
+  return df_status_ok();
+}
+
+df_status df_pack_records(df_pack_ctx *c) {
+  const df_plan *p = c->p;
+  df_packed *k = c->k;
+  uint64_t inputs = 0, coords = 0;
+  for (uint32_t i = 0; i < p->instr_count; i++) {
+    const df_instr *in = &p->instrs[i];
+    if (in->op == DF_INSTR_EXIT)
+      continue;
+    inputs += in->input_count;
+    coords += in->task == DF_SENTINEL ? 0 : (p->extent_count ? p->extent_count : 1);
+  }
+  DF_TRY(df_abi_u32(inputs, &k->input_slot_count));
+  DF_TRY(df_abi_u32(coords, &k->task_coord_count));
+  k->input_slots = df_alloc(&k->alloc, sizeof(uint32_t) * inputs);
+  k->task_coords = df_alloc(&k->alloc, sizeof(uint32_t) * coords);
+  if (!k->input_slots || !k->task_coords)
+    return df_status_errorf(DF_ENOMEM, "out of memory packing input slots and task coords");
+  k->input_slot_count = k->task_coord_count = 0;
+  uint32_t arg = 0;
+  for (uint32_t pi = 0; pi < p->instr_count; pi++) {
+    uint32_t id = k->pack_order[pi];
+    const df_instr *in = &p->instrs[id];
+    df_abi_instr *r = &k->instrs[pi];
+    if (in->output_slot != DF_SENTINEL && in->output_slot >= p->slot_count)
+      return df_status_errorf(DF_EINVAL, "instruction %u writes slot %u, plan has %u slots",
+                              id, in->output_slot, p->slot_count);
+    uint32_t first = c->comm_first[pi], end = c->comm_first[pi + 1];
+    r->opcode = (uint32_t)df_instr_op_abi(in->op);
+    r->handler_id = c->handler_of[id];
+    r->task_id = in->task;
+    r->comm_offset = end > first ? first : 0;
+    r->comm_count = end - first;
+    r->slot_id = in->output_slot != DF_SENTINEL ? in->output_slot
+                 : in->input_count              ? df_plan_instr_inputs(p, in)[0]
+                                                : DF_SENTINEL;
+    DF_TRY(instr_flags(c, id, first, end, &r->flags));
+    if (in->op == DF_INSTR_EXIT) {
+      r->arg_offset = DF_SENTINEL;
+      continue;
+    }
+    DF_TRY(df_abi_u32((uint64_t)arg * sizeof(df_abi_args), &r->arg_offset));
+    DF_TRY(fill_args(c, in, &k->args[arg++]));
+  }
+  return df_status_ok();
+}
+
+static df_status alloc_records(df_packed *k, const df_plan *p) {
+  uint32_t args = 0;
+  for (uint32_t i = 0; i < p->instr_count; i++)
+    args += p->instrs[i].op != DF_INSTR_EXIT;
+  k->instr_count = p->instr_count;
+  k->comm_count = p->comm_count;
+  k->arg_count = args;
+  k->instrs = df_alloc(&k->alloc, sizeof(df_abi_instr) * p->instr_count);
+  k->pack_order = df_alloc(&k->alloc, sizeof(uint32_t) * p->instr_count);
+  k->comms = df_alloc(&k->alloc, sizeof(df_abi_comm) * p->comm_count);
+  k->args = df_alloc(&k->alloc, sizeof(df_abi_args) * args);
+  k->queue_offsets = df_alloc(&k->alloc, sizeof(uint32_t) * p->topology.sm_count);
+  k->queue_lengths = df_alloc(&k->alloc, sizeof(uint32_t) * p->topology.sm_count);
+  if (!k->instrs || !k->pack_order || !k->comms || !k->args || !k->queue_offsets ||
+      !k->queue_lengths)
+    return df_status_errorf(DF_ENOMEM, "out of memory packing %u instructions",
+                            p->instr_count);
+  return df_status_ok();
+}
+
+static df_status pack_all(df_pack_ctx *c) {
+  const df_plan *p = c->p;
+  df_packed *k = c->k;
+  const df_layout_options *lo = c->o ? &c->o->layout : NULL;
+  DF_TRY(alloc_records(k, p));
+  DF_TRY(df_pack_order(c));
+  uint8_t *direct = df_arena_array(c->a, p->slot_count, 1);
+  if (!direct)
+    return DF_ARENA_OOM("direct-global slots");
+  DF_TRY(df_direct_global_slots(p, lo, direct));
+  DF_TRY(df_allocate_barriers_ex(p, direct, &k->alloc, &k->barriers));
+  df_slot_layout lay;
+  DF_TRY(df_layout_slots(p, &k->barriers, lo, &k->alloc, &lay));
+  k->slots = lay.slots;
+  k->slot_count = lay.slot_count;
+  k->shared_slot_bytes = lay.shared_slot_bytes;
+  k->global_staging_bytes = lay.global_staging_bytes;
+  k->scratch_bytes = lay.scratch_bytes;
+  DF_TRY(df_pack_handlers(c));
+  DF_TRY(df_pack_comms(c));
+  DF_TRY(df_pack_records(c));
+  DF_TRY(df_pack_source_lifetimes(c));
+  DF_TRY(df_launch_package_build(k, &k->launch));
+  return df_plan_fingerprint(p, k->fingerprint);
+}
+
+df_status df_pack(const df_plan *p, const df_pack_options *o, const df_allocator *alloc,
+                  df_packed **out) {
+  *out = NULL;
+  if (!p)
+    return df_status_errorf(DF_EINVAL, "df_pack expects a plan, got NULL");
+  df_allocator al = df_allocator_or_default(alloc);
+  df_packed *k = df_alloc(&al, sizeof *k);
+  if (!k)
+    return df_status_errorf(DF_ENOMEM, "out of memory packing a plan");
+  memset(k, 0, sizeof *k);
+  k->alloc = al;
+  k->abi_version = DF_ABI_VERSION;
+  k->topology = p->topology;
+  df_arena a;
+  df_arena_init(&a, &k->alloc);
+  df_pack_ctx c = {.p = p, .o = o, .k = k, .a = &a};
+  df_status st = pack_all(&c);
+  df_arena_release(&a);
+  if (st.code != DF_OK) {
+    df_packed_destroy(k);
+    return st;
+  }
+  *out = k;
+  return df_status_ok();
+}
+
+void df_packed_destroy(df_packed *k) {
+  if (!k)
+    return;
+  df_allocator a = k->alloc;
+  df_free(&a, k->instrs);
+  df_free(&a, k->pack_order);
+  df_free(&a, k->slots);
+  df_free(&a, k->comms);
+  df_free(&a, k->args);
+  df_free(&a, k->queue_offsets);
+  df_free(&a, k->queue_lengths);
+  df_free(&a, k->input_slots);
+  df_free(&a, k->task_coords);
+  df_free(&a, k->handlers);
+  df_free(&a, k->operators);
+  df_free(&a, k->types);
+  df_barrier_alloc_free(&k->barriers, &a);
+  df_launch_package_free(&k->launch, &a);
+  df_free(&a, k);
+}

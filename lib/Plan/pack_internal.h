@@ -1,0 +1,41 @@
+/* State of one df_pack call shared by its parts (internal to lib/Plan):
+   pack order, handler table, comm order, records, source lifetimes. */
+#ifndef DF_PLAN_PACK_INTERNAL_H
+#define DF_PLAN_PACK_INTERNAL_H
+
+#include "arena.h"
+#include "df/plan.h"
+
+typedef struct df_pack_ctx {
+  const df_plan *p;
+  const df_pack_options *o;
+  df_packed *k;
+  df_arena *a;
+  uint32_t *pack_index;  /* per plan instruction: packed position */
+  uint32_t *handler_of;  /* per plan instruction: handler id or S */
+  uint32_t *comm_order;  /* packed comm position -> plan comm index */
+  uint32_t *comm_first;  /* per packed instruction + 1: first packed comm */
+} df_pack_ctx;
+
+/* Pack order: SM 0's queue, SM 1's, ..., then unqueued ids (5.4). */
+df_status df_pack_order(df_pack_ctx *c);
+/* Handler table, operator and intermediate-type tables; the per
+   instruction identity/variant checks of REFERENCE 1.6. */
+df_status df_pack_handlers(df_pack_ctx *c);
+/* Comm records grouped by dispatch instruction in pack order. */
+df_status df_pack_comms(df_pack_ctx *c);
+/* Instruction and args records, input_slots, task_coords. */
+df_status df_pack_records(df_pack_ctx *c);
+/* Source-lifetime actions into args word 14 (REFERENCE 5.4). */
+df_status df_pack_source_lifetimes(df_pack_ctx *c);
+
+/* "Dataflow ABI value must fit uint32, got X". */
+static inline df_status df_abi_u32(uint64_t v, uint32_t *out) {
+  if (v > UINT32_MAX)
+    return df_status_errorf(DF_EINVAL, "Dataflow ABI value must fit uint32, got %llu",
+                            (unsigned long long)v);
+  *out = (uint32_t)v;
+  return df_status_ok();
+}
+
+#endif

@@ -1,0 +1,299 @@
+/* Slot layout (REFERENCE 4): shared and global offsets with storage-id
+   reuse, scratch-backed and HBM direct-global slots, flag and barrier
+   indices, owners and slot flags. */
+#include <stdio.h>
+#include <string.h>
+
+#include "arena.h"
+#include "barrier_internal.h"
+#include "keymap.h"
+
+static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+static uint32_t shared_key(const df_slot *s) {
+  return s->private_shared || s->shared_storage == DF_SENTINEL ? s->id : s->shared_storage;
+}
+
+static uint32_t global_key(const df_slot *s) { return df_slot_global_alias(s); }
+
+/* Python-style sorted list "[1, 5]" of the ids in `ids` for which
+   `pick` holds (duplicates once, at most 16 shown). */
+static void id_list(char *buf, size_t cap, const uint32_t *ids, uint32_t n,
+                    const uint8_t *pick) {
+  size_t len = (size_t)snprintf(buf, cap, "[");
+  uint64_t last = 0;
+  for (uint32_t printed = 0; len < cap; printed++) {
+    uint64_t best = UINT64_MAX;
+    for (uint32_t i = 0; i < n; i++)
+      if (pick[i] && (printed == 0 || ids[i] > last) && ids[i] < best)
+        best = ids[i];
+    if (best == UINT64_MAX)
+      break;
+    if (printed == 16) {
+      len += (size_t)snprintf(buf + len, cap - len, ", ...");
+      break;
+    }
+    len += (size_t)snprintf(buf + len, cap - len, "%s%llu", printed ? ", " : "",
+                            (unsigned long long)best);
+    last = best;
+  }
+  if (len < cap)
+    snprintf(buf + len, cap - len, "]");
+}
+
+static df_status selective(const df_plan *p, const df_layout_options *o, uint8_t *mask,
+                           df_arena *a) {
+  uint8_t *bad = df_arena_zero(a, o->direct_count, 1);
+  uint8_t *hbm = df_arena_zero(a, p->slot_count, 1);
+  if (!bad || !hbm)
+    return DF_ARENA_OOM("direct-global slots");
+  bool any = false;
+  for (uint32_t i = 0; i < o->direct_count; i++)
+    any |= (bad[i] = o->direct_slots[i] >= p->slot_count);
+  char list[160];
+  if (any) {
+    id_list(list, sizeof list, o->direct_slots, o->direct_count, bad);
+    return df_status_errorf(DF_EINVAL,
+                            "HBM direct-global slot ids must exist in the plan; unknown=%s",
+                            list);
+  }
+  for (uint32_t i = 0; i < p->comm_count; i++) {
+    const df_comm *c = &p->comms[i];
+    if (!df_comm_kind_is_hbm(c->kind))
+      continue;
+    if (c->src_slot < p->slot_count)
+      hbm[c->src_slot] = 1;
+    if (c->dst_slot < p->slot_count)
+      hbm[c->dst_slot] = 1;
+  }
+  for (uint32_t i = 0; i < o->direct_count; i++)
+    any |= (bad[i] = !hbm[o->direct_slots[i]]);
+  if (any) {
+    id_list(list, sizeof list, o->direct_slots, o->direct_count, bad);
+    return df_status_errorf(DF_EINVAL,
+                            "HBM direct-global slot ids must participate in HBM "
+                            "communication; invalid=%s",
+                            list);
+  }
+  for (uint32_t i = 0; i < o->direct_count; i++)
+    mask[o->direct_slots[i]] = 1;
+  return df_status_ok();
+}
+
+/* Full mode: every slot when the plan has HBM comms and no cluster
+   send/recv; else slots whose comms are all HBM, plus slots sharing their
+   shared or global storage. */
+static df_status full(const df_plan *p, uint8_t *mask, df_arena *a) {
+  enum { HBM = 1, OTHER = 2 };
+  uint8_t *kinds = df_arena_zero(a, p->slot_count, 1);
+  if (!kinds)
+    return DF_ARENA_OOM("direct-global slots");
+  bool any_hbm = false, any_cluster = false;
+  for (uint32_t i = 0; i < p->comm_count; i++) {
+    const df_comm *c = &p->comms[i];
+    bool h = df_comm_kind_is_hbm(c->kind);
+    any_hbm |= h;
+    any_cluster |= c->kind == DF_COMM_CLUSTER_SEND || c->kind == DF_COMM_CLUSTER_RECV;
+    if (c->src_slot < p->slot_count)
+      kinds[c->src_slot] |= h ? HBM : OTHER;
+    if (c->dst_slot < p->slot_count)
+      kinds[c->dst_slot] |= h ? HBM : OTHER;
+  }
+  if (!any_hbm)
+    return df_status_ok();
+  if (!any_cluster) {
+    memset(mask, 1, p->slot_count);
+    return df_status_ok();
+  }
+  df_u32map shared, global;
+  if (!df_u32map_init(&shared, a, p->slot_count) || !df_u32map_init(&global, a, p->slot_count))
+    return DF_ARENA_OOM("direct-global slots");
+  for (uint32_t s = 0; s < p->slot_count; s++)
+    if (kinds[s] == HBM) {
+      mask[s] = 1;
+      df_u32map_put(&shared, shared_key(&p->slots[s]), 1);
+      df_u32map_put(&global, global_key(&p->slots[s]), 1);
+    }
+  for (uint32_t s = 0; s < p->slot_count; s++)
+    if (df_u32map_get(&shared, shared_key(&p->slots[s])) != DF_SENTINEL ||
+        df_u32map_get(&global, global_key(&p->slots[s])) != DF_SENTINEL)
+      mask[s] = 1;
+  return df_status_ok();
+}
+
+static df_status direct_in(const df_plan *p, const df_layout_options *o, uint8_t *mask,
+                           df_arena *a) {
+  memset(mask, 0, p->slot_count);
+  if (!o)
+    return df_status_ok();
+  if (o->hbm_direct_global && o->direct_count > 0)
+    return df_status_errorf(DF_EINVAL,
+                            "cannot combine full and selective HBM direct-global slots "
+                            "(hbm_direct_global with %u selected slot ids)",
+                            o->direct_count);
+  if (o->direct_count > 0) {
+    if (!o->direct_slots)
+      return df_status_errorf(DF_EINVAL, "%u HBM direct-global slot ids given without a list",
+                              o->direct_count);
+    return selective(p, o, mask, a);
+  }
+  return o->hbm_direct_global ? full(p, mask, a) : df_status_ok();
+}
+
+df_status df_direct_global_slots(const df_plan *p, const df_layout_options *o, uint8_t *mask) {
+  df_allocator al = df_allocator_or_default(&p->alloc);
+  df_arena a;
+  df_arena_init(&a, &al);
+  df_status st = direct_in(p, o, mask, &a);
+  df_arena_release(&a);
+  return st;
+}
+
+/* Offsets keyed by storage id: a direct array for ids below the slot
+   count (the scheduler's ids), a hash map for any others. */
+typedef struct offsets {
+  uint32_t *small, n;
+  df_u32map big;
+  uint64_t cursor;
+} offsets;
+
+static int offsets_init(offsets *t, df_arena *a, uint32_t n) {
+  t->small = df_arena_sentinels(a, n);
+  t->n = n;
+  t->cursor = 0;
+  return t->small && df_u32map_init(&t->big, a, n);
+}
+
+/* Offset of `key`: known keys reuse theirs, new keys take the cursor,
+   which then grows by `advance`. */
+static uint64_t offsets_take(offsets *t, uint32_t key, uint64_t advance) {
+  uint32_t have = key < t->n ? t->small[key] : df_u32map_get(&t->big, key);
+  if (have != DF_SENTINEL)
+    return have;
+  uint64_t off = t->cursor;
+  uint32_t v = off < DF_SENTINEL ? (uint32_t)off : DF_SENTINEL - 1;
+  if (key < t->n)
+    t->small[key] = v;
+  else
+    df_u32map_put(&t->big, key, v);
+  t->cursor += advance;
+  return off;
+}
+
+static df_status fit_u32(uint64_t v, uint32_t *out) {
+  if (v > UINT32_MAX)
+    return df_status_errorf(DF_EINVAL, "Dataflow ABI value must fit uint32, got %llu",
+                            (unsigned long long)v);
+  *out = (uint32_t)v;
+  return df_status_ok();
+}
+
+static df_status layout_slot(const df_plan *p, const df_barrier_alloc *b,
+                             const df_layout_options *o, const uint8_t *direct,
+                             offsets *sh, offsets *gl, uint64_t ends[3], uint32_t id,
+                             df_abi_slot *r) {
+  const df_slot *s = &p->slots[id];
+  if (s->type < 0 || (uint32_t)s->type >= p->type_count)
+    return df_status_errorf(DF_EINVAL, "slot %u has intermediate type index %d, plan has %u",
+                            id, s->type, p->type_count);
+  uint64_t bytes = p->types[s->type].bytes;
+  uint64_t advance = align_up(bytes > DF_SLOT_ALIGN ? bytes : DF_SLOT_ALIGN, DF_SLOT_ALIGN);
+  memset(r, 0, sizeof *r);
+  r->bytes = (uint32_t)bytes;
+  bool communicate = df_slot_role_communicates(s->role);
+  if (communicate && !s->scratch_backed)
+    return df_status_errorf(DF_EINVAL, "communicate slot %u (role %s) must be scratch-backed",
+                            id, df_slot_role_name(s->role));
+  uint64_t shared;
+  if (s->scratch_backed) {
+    if (!s->has_scratch_offset)
+      return df_status_errorf(DF_EINVAL, "scratch-backed slot %u requires a scratch_offset",
+                              id);
+    if (s->scratch_offset % DF_SLOT_ALIGN)
+      return df_status_errorf(DF_EINVAL,
+                              "slot %u scratch_offset must be 16-byte aligned, got %u", id,
+                              s->scratch_offset);
+    shared = s->scratch_offset;
+    r->flags |= DF_SLOT_FLAG_SCRATCH_BACKED;
+    r->reserved = s->scratch_offset;
+    if (shared + bytes > ends[2])
+      ends[2] = shared + bytes;
+  } else if (direct[id]) {
+    shared = 0;
+    r->flags |= DF_SLOT_FLAG_HBM_DIRECT_GLOBAL;
+  } else {
+    shared = offsets_take(sh, shared_key(s), advance);
+    if (shared + bytes > ends[0])
+      ends[0] = shared + bytes;
+  }
+  uint64_t global = offsets_take(gl, global_key(s), advance);
+  if (global + bytes > ends[1])
+    ends[1] = global + bytes;
+  DF_TRY(fit_u32(shared, &r->shared_offset));
+  DF_TRY(fit_u32(global, &r->global_offset));
+  r->flag_index = o && o->reuse_hbm_flags ? 0 : id;
+  r->barrier_index = b ? b->slot_barrier[id] : DF_SENTINEL;
+  if (s->owner != DF_SENTINEL)
+    r->owner_cta = s->owner;
+  else if (s->producer < p->instr_count)
+    r->owner_cta = p->instrs[s->producer].sm;
+  else
+    r->owner_cta = DF_SENTINEL;
+  if (s->gated || s->role == DF_ROLE_CLUSTER_GATED_INBOX)
+    r->flags |= DF_SLOT_FLAG_CLUSTER_GATED_PUSH;
+  if (communicate)
+    r->flags |= DF_SLOT_FLAG_COMMUNICATE;
+  return df_status_ok();
+}
+
+static df_status layout(const df_plan *p, const df_barrier_alloc *b, const df_layout_options *o,
+                        df_arena *a, df_slot_layout *out) {
+  uint8_t *direct = df_arena_array(a, p->slot_count, 1);
+  offsets sh, gl;
+  if (!direct || !offsets_init(&sh, a, p->slot_count) || !offsets_init(&gl, a, p->slot_count))
+    return DF_ARENA_OOM("the slot layout");
+  DF_TRY(direct_in(p, o, direct, a));
+  uint64_t ends[3] = {0, 0, 0}; /* shared, global, scratch */
+  for (uint32_t id = 0; id < p->slot_count; id++) {
+    if (p->slots[id].id != id)
+      return df_status_errorf(DF_EINVAL, "slot at index %u has id %u", id, p->slots[id].id);
+    DF_TRY(layout_slot(p, b, o, direct, &sh, &gl, ends, id, &out->slots[id]));
+  }
+  DF_TRY(fit_u32(align_up(ends[0], DF_SHARED_ALIGN), &out->shared_slot_bytes));
+  DF_TRY(fit_u32(align_up(ends[1], DF_SHARED_ALIGN), &out->global_staging_bytes));
+  DF_TRY(fit_u32(align_up(ends[2], DF_SHARED_ALIGN), &out->scratch_bytes));
+  return df_status_ok();
+}
+
+df_status df_layout_slots(const df_plan *p, const df_barrier_alloc *b,
+                          const df_layout_options *o, const df_allocator *alloc,
+                          df_slot_layout *out) {
+  memset(out, 0, sizeof *out);
+  if (!p)
+    return df_status_errorf(DF_EINVAL, "slot layout expects a plan, got NULL");
+  if (b && b->slot_count != p->slot_count)
+    return df_status_errorf(DF_EINVAL,
+                            "barrier allocation covers %u slots, the plan has %u",
+                            b->slot_count, p->slot_count);
+  df_allocator al = df_allocator_or_default(alloc);
+  out->slot_count = p->slot_count;
+  out->reuse_hbm_flags = o && o->reuse_hbm_flags;
+  out->slots = df_alloc(&al, sizeof(df_abi_slot) * p->slot_count);
+  if (!out->slots)
+    return df_status_errorf(DF_ENOMEM, "out of memory laying out %u slots", p->slot_count);
+  df_arena a;
+  df_arena_init(&a, &al);
+  df_status st = layout(p, b, o, &a, out);
+  df_arena_release(&a);
+  if (st.code != DF_OK)
+    df_slot_layout_free(out, &al);
+  return st;
+}
+
+void df_slot_layout_free(df_slot_layout *l, const df_allocator *alloc) {
+  if (!l)
+    return;
+  df_allocator al = df_allocator_or_default(alloc);
+  df_free(&al, l->slots);
+  memset(l, 0, sizeof *l);
+}
