@@ -55,7 +55,8 @@ static void put_u(attrs *b, const char *name, uint32_t v) {
 static void put_s(attrs *b, const char *name, const char *v) { put(b, name, df_str(b->ctx, v)); }
 
 static void emit(MlirOperation module, const char *name, attrs *b) {
-  MlirLocation loc = mlirLocationUnknownGet(b->ctx);
+  /* Plan ops point at the module they were scheduled from. */
+  MlirLocation loc = mlirOperationGetLocation(module);
   MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString(name), loc);
   mlirOperationStateAddAttributes(&st, b->n, b->a);
   MlirOperation op = mlirOperationCreate(&st);
