@@ -58,10 +58,6 @@ static df_status check(const df_plan *p, const df_barrier_alloc *b, df_arena *a)
     return DF_ARENA_OOM("barrier check");
   uint32_t max_plus_one;
   DF_TRY(check_live_ranges(p, b, &an, lr_colour, &max_plus_one));
-  if (b->barrier_count != max_plus_one)
-    return df_status_errorf(DF_EINVAL,
-                            "barrier_count %u is not the largest barrier index + 1 (%u)",
-                            b->barrier_count, max_plus_one);
   for (uint32_t x = 0; x < an.lr_count; x++)
     for (uint32_t e = an.adj_off[x]; e < an.adj_off[x + 1]; e++) {
       uint32_t y = an.adj[e];
@@ -72,6 +68,10 @@ static df_status check(const df_plan *p, const df_barrier_alloc *b, df_arena *a)
                                 an.uses[an.lr_first[x]].slot, an.uses[an.lr_first[y]].slot,
                                 an.uses[an.lr_first[x]].sm, lr_colour[x]);
     }
+  if (b->barrier_count != max_plus_one)
+    return df_status_errorf(DF_EINVAL,
+                            "barrier_count %u is not the largest barrier index + 1 (%u)",
+                            b->barrier_count, max_plus_one);
   /* slot view: cluster-lane live range first, else the HBM one */
   uint32_t *want = df_arena_sentinels(a, p->slot_count);
   if (!want)

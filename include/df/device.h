@@ -1,0 +1,115 @@
+/* The handler ABI: the context every handler receives and the accessors it
+   uses. One definition serves the persistent kernel (compiled by clang for
+   nvptx64) and the host backend (compiled for the CPU), so handler code is
+   written once. Freestanding: only <stdint.h> and abi.h. */
+#ifndef DF_DEVICE_H
+#define DF_DEVICE_H
+
+#include <stdint.h>
+
+#include "df/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__NVPTX__)
+#define DF_DEVICE_INLINE static inline __attribute__((always_inline))
+#else
+#define DF_DEVICE_INLINE static inline
+#endif
+
+/* What one dispatched instruction sees. The runtime fills it before each
+   handler call; handlers read it only through the accessors below. */
+typedef struct df_ctx {
+  const df_abi_args *args;          /* this instruction's handler args */
+  const df_abi_slot *slots;         /* slot records of the plan */
+  const uint32_t *input_slots;      /* the plan's input slot list */
+  const uint32_t *task_coords;      /* the plan's task coordinate list */
+  const df_abi_tensor_arg *tensors; /* tensor arguments */
+  uint8_t *shared_slots;            /* slot arena (shared_slot_base_offset) */
+  uint8_t *scratch;                 /* compiler scratch base */
+  uint8_t *global_staging;          /* HBM staging / direct-global slots */
+  uint32_t block_size;              /* the plan's range block size */
+  uint32_t thread, threads;         /* this thread and the CTA's count */
+  /* Host backend only: CTA barrier among the virtual CTA's threads. */
+  void (*host_barrier)(void *user);
+  void *host_user;
+} df_ctx;
+
+/* A handler: one function per handler id (variants included). */
+typedef void (*df_handler_fn)(const df_ctx *ctx);
+
+DF_DEVICE_INLINE uint32_t df_ctx_task_id(const df_ctx *c) { return c->args->task_id; }
+DF_DEVICE_INLINE uint32_t df_ctx_task_coord_count(const df_ctx *c) {
+  return c->args->task_coord_count;
+}
+DF_DEVICE_INLINE uint32_t df_ctx_task_coord(const df_ctx *c, uint32_t i) {
+  return c->task_coords[c->args->task_coord_offset + i];
+}
+DF_DEVICE_INLINE uint32_t df_ctx_range_begin(const df_ctx *c) { return c->args->range_begin; }
+DF_DEVICE_INLINE uint32_t df_ctx_range_end(const df_ctx *c) { return c->args->range_end; }
+/* Range blocks this call covers: ceil((end - begin) / block_size). */
+DF_DEVICE_INLINE uint32_t df_ctx_tiles(const df_ctx *c) {
+  uint32_t n = c->args->range_end - c->args->range_begin;
+  return c->block_size ? (n + c->block_size - 1) / c->block_size : 0;
+}
+
+/* Address of a slot's bytes: direct-global slots live in global staging,
+   scratch-backed slots at the compiler scratch base, the rest in the
+   shared arena. */
+DF_DEVICE_INLINE void *df_slot_ptr(const df_ctx *c, uint32_t slot) {
+  const df_abi_slot *s = &c->slots[slot];
+  if (s->flags & DF_SLOT_FLAG_HBM_DIRECT_GLOBAL)
+    return c->global_staging + s->global_offset;
+  if (s->flags & DF_SLOT_FLAG_SCRATCH_BACKED)
+    return c->scratch + s->shared_offset;
+  return c->shared_slots + s->shared_offset;
+}
+
+DF_DEVICE_INLINE uint32_t df_ctx_input_count(const df_ctx *c) {
+  return c->args->input_slot_count;
+}
+DF_DEVICE_INLINE void *df_ctx_input(const df_ctx *c, uint32_t i) {
+  return df_slot_ptr(c, c->input_slots[c->args->input_slot_offset + i]);
+}
+/* NULL when the instruction has no output slot. */
+DF_DEVICE_INLINE void *df_ctx_output(const df_ctx *c) {
+  return c->args->output_slot == DF_SENTINEL ? (void *)0 : df_slot_ptr(c, c->args->output_slot);
+}
+
+DF_DEVICE_INLINE void *df_ctx_tensor(const df_ctx *c, uint32_t i) {
+  return (void *)(uintptr_t)c->tensors[i].data_ptr;
+}
+DF_DEVICE_INLINE uint32_t df_ctx_tensor_dtype(const df_ctx *c, uint32_t i) {
+  return c->tensors[i].dtype_code;
+}
+DF_DEVICE_INLINE uint32_t df_ctx_tensor_bits(const df_ctx *c, uint32_t i) {
+  return c->tensors[i].dtype_bits;
+}
+DF_DEVICE_INLINE uint32_t df_ctx_tensor_ndim(const df_ctx *c, uint32_t i) {
+  return c->tensors[i].ndim;
+}
+
+DF_DEVICE_INLINE uint32_t df_ctx_thread(const df_ctx *c) { return c->thread; }
+DF_DEVICE_INLINE uint32_t df_ctx_threads(const df_ctx *c) { return c->threads; }
+/* CTA-wide barrier: bar.sync 0 on the device, the backend's on the host. */
+DF_DEVICE_INLINE void df_ctx_barrier(const df_ctx *c) {
+#if defined(__NVPTX__)
+  (void)c;
+  __builtin_nvvm_barrier_sync(0);
+#else
+  if (c->host_barrier)
+    c->host_barrier(c->host_user);
+#endif
+}
+
+/* Field offsets inside a slot follow REFERENCE 1.4: each field aligned to
+   min(element bytes, 16) in declaration order. Handlers use the offsets
+   the compiler emits for their intermediate types. */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
