@@ -54,6 +54,18 @@ typedef struct df_pass_info {
 /* df's pass table, NULL-name terminated. */
 const df_pass_info *df_pass_table(void);
 
+/* Program model -> IR (the inverse of df_program_from_module), built with
+   the MLIR C API: one df.intermediate op per type, the program func.func
+   (df.task_domain, df.dynamic_ranges, one stage op per stage, return) and
+   one private func.func declaration per handler (df.kind, df.params).
+   The module is verified; df_program_from_module reads back the same
+   program. The caller owns *module_out (mlirOperationDestroy). */
+df_status df_program_to_mlir(const df_program *p, MlirContext ctx,
+                             MlirOperation *module_out);
+/* As df_program_to_mlir in a private context, printed in generic form
+   (as df-opt prints); *text is malloc'ed and NUL-terminated. */
+df_status df_program_to_mlir_text(const df_program *p, char **text);
+
 #ifdef __cplusplus
 }
 #endif

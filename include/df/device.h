@@ -97,7 +97,7 @@ DF_DEVICE_INLINE uint32_t df_ctx_threads(const df_ctx *c) { return c->threads; }
 DF_DEVICE_INLINE void df_ctx_barrier(const df_ctx *c) {
 #if defined(__NVPTX__)
   (void)c;
-  __builtin_nvvm_barrier_sync(0);
+  __nvvm_bar_sync(0);
 #else
   if (c->host_barrier)
     c->host_barrier(c->host_user);

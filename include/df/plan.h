@@ -469,6 +469,12 @@ typedef struct df_launch_package {
 
 typedef struct df_pack_options {
   df_layout_options layout;
+  /* The order in which the handler table walks plan instructions
+     (REFERENCE 5.4 "list order"): a permutation of the instruction ids,
+     for plans whose instruction list is not in id order (the Python
+     bindings); NULL = id order. */
+  const uint32_t *handler_order;
+  uint32_t handler_order_count;
 } df_pack_options;
 
 typedef struct df_packed {

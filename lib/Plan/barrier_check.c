@@ -52,22 +52,32 @@ static df_status check(const df_plan *p, const df_barrier_alloc *b, df_arena *a)
       skip[i] = 1;
   }
   df_bar_analysis an;
-  DF_TRY(df_bar_analyse(p, skip, a, a->alloc, &an));
+  DF_TRY(df_bar_analyse(p, skip, a, &an));
   uint32_t *lr_colour = df_arena_array(a, an.lr_count, sizeof(uint32_t));
   if (!lr_colour)
     return DF_ARENA_OOM("barrier check");
   uint32_t max_plus_one;
   DF_TRY(check_live_ranges(p, b, &an, lr_colour, &max_plus_one));
-  for (uint32_t x = 0; x < an.lr_count; x++)
-    for (uint32_t e = an.adj_off[x]; e < an.adj_off[x + 1]; e++) {
-      uint32_t y = an.adj[e];
-      if (x < y && lr_colour[x] == lr_colour[y])
-        return df_status_errorf(DF_EINVAL,
+  df_bar_graph g;
+  df_bar_graph_init(&g, a->alloc);
+  df_status st = df_status_ok();
+  for (uint32_t lr0 = 0; lr0 < an.lr_count && st.code == DF_OK;) {
+    uint32_t lr1 = df_bar_sm_end(&an, lr0);
+    st = df_bar_graph_build(p, &an, lr0, lr1, &g);
+    for (uint32_t x = 0; x < g.n && st.code == DF_OK; x++)
+      DF_BAR_FOR_NEIGHBOUR(&g, x, y, {
+        if (x < y && lr_colour[lr0 + x] == lr_colour[lr0 + y] && st.code == DF_OK)
+          st = df_status_errorf(DF_EINVAL,
                                 "barrier allocation gives the overlapping live ranges of "
                                 "slots %u and %u on SM %u the same barrier %u",
-                                an.uses[an.lr_first[x]].slot, an.uses[an.lr_first[y]].slot,
-                                an.uses[an.lr_first[x]].sm, lr_colour[x]);
-    }
+                                an.uses[an.lr_first[lr0 + x]].slot,
+                                an.uses[an.lr_first[lr0 + y]].slot,
+                                an.uses[an.lr_first[lr0 + x]].sm, lr_colour[lr0 + x]);
+      });
+    lr0 = lr1;
+  }
+  df_bar_graph_free(&g);
+  DF_TRY(st);
   if (b->barrier_count != max_plus_one)
     return df_status_errorf(DF_EINVAL,
                             "barrier_count %u is not the largest barrier index + 1 (%u)",

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "barrier_internal.h"
-#include "vec.h"
 
 #define KEY_FMT "(%u, %u, %u, %u, %u)"
 #define KEY_ARGS(c) (c)->src_instr, (c)->dst_instr, (c)->src_slot, (c)->dst_slot, (c)->segment_id
@@ -78,16 +77,25 @@ static df_status match_receives(const df_plan *p, const uint8_t *skip, df_arena 
       continue;
     df_comm_kind want = r->kind == DF_COMM_CLUSTER_RECV ? DF_COMM_CLUSTER_SEND : DF_COMM_HBM_SEND;
     df_key5 k = df_comm_key(r);
-    uint32_t s = df_key5map_get(&an->sends, &k);
+    /* schedulers emit each send right before its receive */
+    uint32_t s = i > 0 && p->comms[i - 1].kind == want &&
+                         df_key5_equal(&(df_key5){{p->comms[i - 1].src_instr,
+                                                   p->comms[i - 1].dst_instr,
+                                                   p->comms[i - 1].src_slot,
+                                                   p->comms[i - 1].dst_slot,
+                                                   p->comms[i - 1].segment_id}},
+                                       &k)
+                     ? i - 1
+                     : df_key5map_get(&an->sends, &k);
     if (s == DF_SENTINEL || p->comms[s].kind != want)
       return df_status_errorf(DF_EINVAL, "%s comm %u has no matching %s: transfer " KEY_FMT,
                               df_comm_kind_name(r->kind), i, df_comm_kind_name(want),
                               KEY_ARGS(r));
-    if (an->use_of_send[s] != DF_SENTINEL)
+    if (an->use_of[s] != DF_SENTINEL)
       return df_status_errorf(DF_EINVAL,
                               "duplicate async receive transfer " KEY_FMT
                               ": comms %u and %u",
-                              KEY_ARGS(r), an->uses[an->use_of_send[s]].recv, i);
+                              KEY_ARGS(r), an->uses[an->use_of[s]].recv, i);
     const df_comm *sc = &p->comms[s];
     uint32_t sd = df_comm_dispatch(sc), rd = df_comm_dispatch(r);
     if (p->instrs[sd].sm != sc->producer_sm)
@@ -110,10 +118,10 @@ static df_status match_receives(const df_plan *p, const uint8_t *skip, df_arena 
     u->sm = r->consumer_sm;
     u->slot = r->dst_slot;
     u->lane = r->kind == DF_COMM_CLUSTER_RECV ? 0 : 1;
-    an->use_of_send[s] = an->use_count++;
+    an->use_of[s] = an->use_of[i] = an->use_count++;
   }
   for (uint32_t i = 0; i < p->comm_count; i++)
-    if (p->comms[i].kind == DF_COMM_CLUSTER_SEND && an->use_of_send[i] == DF_SENTINEL)
+    if (p->comms[i].kind == DF_COMM_CLUSTER_SEND && an->use_of[i] == DF_SENTINEL)
       return df_status_errorf(DF_EINVAL,
                               "cluster sends have no matching receive intervals: comm %u "
                               "transfer " KEY_FMT,
@@ -148,7 +156,7 @@ static df_status sort_uses(const df_plan *p, df_arena *a, df_bar_analysis *an) {
   }
   /* two passes: the result is back in an->uses */
   for (uint32_t i = 0; i < n; i++)
-    an->use_of_send[an->uses[i].send] = i;
+    an->use_of[an->uses[i].send] = an->use_of[an->uses[i].recv] = i;
   return df_status_ok();
 }
 
@@ -166,104 +174,8 @@ static df_status build_live_ranges(df_arena *a, df_bar_analysis *an) {
   return df_status_ok();
 }
 
-/* What an overlap test needs of one use, gathered once. */
-typedef struct probe {
-  const uint32_t *send_row; /* clock row of the send dispatch */
-  uint32_t send_col, send_pos1;
-  uint32_t recv_col, recv_pos1;
-} probe;
-
-/* recv(u) <=hb send(v) */
-static inline bool recv_before_send(const probe *u, const probe *v) {
-  uint32_t val = v->send_row[u->recv_col];
-  if (v->send_col == u->recv_col && val < v->send_pos1)
-    val = v->send_pos1;
-  return val >= u->recv_pos1;
-}
-
-/* REFERENCE 3.5: uses overlap unless one's receive happens before the
-   other's send. */
-static inline bool overlap(const probe *u, const probe *v) {
-  return !recv_before_send(u, v) && !recv_before_send(v, u);
-}
-
-typedef struct edge_buf {
-  const df_allocator *alloc;
-  uint32_t *e; /* pairs */
-  uint32_t count, cap;
-} edge_buf;
-
-static df_status push_edge(edge_buf *b, uint32_t x, uint32_t y) {
-  DF_TRY(df_vec_reserve(b->alloc, (void **)&b->e, &b->cap, 2 * (b->count + 1),
-                        sizeof(uint32_t)));
-  b->e[2 * b->count] = x;
-  b->e[2 * b->count + 1] = y;
-  b->count++;
-  return df_status_ok();
-}
-
-/* Overlap checks inside live ranges and interference between the live
-   ranges of one consumer SM (REFERENCE 3.5, 3.6). */
-static df_status interfere(const df_plan *p, const probe *pr, const df_bar_analysis *an,
-                           edge_buf *eb) {
-  uint32_t lr0 = 0;
-  while (lr0 < an->lr_count) {
-    uint32_t sm = an->uses[an->lr_first[lr0]].sm, lr1 = lr0;
-    while (lr1 < an->lr_count && an->uses[an->lr_first[lr1]].sm == sm)
-      lr1++;
-    for (uint32_t x = lr0; x < lr1; x++) {
-      uint32_t xa = an->lr_first[x], xb = an->lr_first[x + 1];
-      /* segments of one logical transfer never overlap: the common
-         multi-use live range needs no pairwise test */
-      uint32_t same = xa + 1;
-      while (same < xb &&
-             df_comm_same_logical(&p->comms[an->uses[xa].recv], &p->comms[an->uses[same].recv]))
-        same++;
-      for (uint32_t u = same < xb ? xa : xb; u < xb; u++)
-        for (uint32_t v = u + 1; v < xb; v++) {
-          const df_comm *cu = &p->comms[an->uses[u].recv], *cv = &p->comms[an->uses[v].recv];
-          if (!df_comm_same_logical(cu, cv) && overlap(&pr[u], &pr[v]))
-            return df_status_errorf(DF_EINVAL,
-                                    "target slot %u has overlapping async receive intervals "
-                                    "on SM %u: transfers " KEY_FMT " and " KEY_FMT,
-                                    an->uses[u].slot, sm, KEY_ARGS(cu), KEY_ARGS(cv));
-        }
-      for (uint32_t y = x + 1; y < lr1; y++) {
-        uint32_t ya = an->lr_first[y], yb = an->lr_first[y + 1];
-        bool hit = false;
-        for (uint32_t u = xa; u < xb && !hit; u++)
-          for (uint32_t v = ya; v < yb && !hit; v++)
-            hit = overlap(&pr[u], &pr[v]);
-        if (hit)
-          DF_TRY(push_edge(eb, x, y));
-      }
-    }
-    lr0 = lr1;
-  }
-  return df_status_ok();
-}
-
-static df_status build_adjacency(df_arena *a, const edge_buf *eb, df_bar_analysis *an) {
-  an->adj_off = df_arena_zero(a, (uint64_t)an->lr_count + 1, sizeof(uint32_t));
-  an->adj = df_arena_array(a, 2 * (uint64_t)eb->count, sizeof(uint32_t));
-  uint32_t *fill = df_arena_array(a, an->lr_count + 1, sizeof(uint32_t));
-  if (!an->adj_off || !an->adj || !fill)
-    return DF_ARENA_OOM("the interference graph");
-  for (uint32_t i = 0; i < 2 * eb->count; i++)
-    an->adj_off[eb->e[i] + 1]++;
-  for (uint32_t i = 0; i < an->lr_count; i++)
-    an->adj_off[i + 1] += an->adj_off[i];
-  memcpy(fill, an->adj_off, sizeof(uint32_t) * (an->lr_count + 1));
-  for (uint32_t i = 0; i < eb->count; i++) {
-    uint32_t x = eb->e[2 * i], y = eb->e[2 * i + 1];
-    an->adj[fill[x]++] = y;
-    an->adj[fill[y]++] = x;
-  }
-  return df_status_ok();
-}
-
 df_status df_bar_analyse(const df_plan *p, const uint8_t *skip, df_arena *a,
-                         const df_allocator *alloc, df_bar_analysis *an) {
+                         df_bar_analysis *an) {
   memset(an, 0, sizeof *an);
   for (uint32_t i = 0; i < p->instr_count; i++)
     if (p->instrs[i].sm >= p->topology.sm_count)
@@ -271,8 +183,11 @@ df_status df_bar_analyse(const df_plan *p, const uint8_t *skip, df_arena *a,
                               "instruction %u is placed on SM %u, outside topology "
                               "(sm_count=%u)",
                               i, p->instrs[i].sm, p->topology.sm_count);
-  an->use_of_send = df_arena_sentinels(a, p->comm_count);
-  if (!an->use_of_send || !df_key5map_init(&an->sends, a, p->comm_count))
+  uint32_t sends = 0;
+  for (uint32_t i = 0; i < p->comm_count; i++)
+    sends += is_send(p->comms[i].kind);
+  an->use_of = df_arena_sentinels(a, p->comm_count);
+  if (!an->use_of || !df_key5map_init(&an->sends, a, sends))
     return DF_ARENA_OOM("the send index");
   DF_TRY(index_sends(p, an));
   DF_TRY(match_receives(p, skip, a, an));
@@ -283,7 +198,7 @@ df_status df_bar_analyse(const df_plan *p, const uint8_t *skip, df_arena *a,
   uint32_t n = an->use_count;
   df_hb_edge *edges = df_arena_array(a, n, sizeof *edges);
   uint32_t *queries = df_arena_array(a, n, sizeof(uint32_t));
-  probe *pr = df_arena_array(a, n, sizeof *pr);
+  df_bar_probe *pr = df_arena_array(a, n, sizeof *pr);
   if (!edges || !queries || !pr)
     return DF_ARENA_OOM("barrier use edges");
   for (uint32_t i = 0; i < n; i++) {
@@ -291,7 +206,16 @@ df_status df_bar_analyse(const df_plan *p, const uint8_t *skip, df_arena *a,
     edges[i].to = an->uses[i].recv_node;
     queries[i] = an->uses[i].recv_node;
   }
-  DF_TRY(df_hb_build(p, edges, n, queries, n, a, &an->hb));
+  /* Phases compare logical transfers that never overlap, so every send
+     of one happens before every send of the other and any topological
+     order ranks them alike, unless a transfer's segments are dispatched
+     by different instructions: only then is the reference's exact
+     min-heap order worth its cost. */
+  bool exact = false;
+  for (uint32_t i = 0; i < n && !exact; i++)
+    exact = p->comms[an->uses[i].send].dispatch_instr != DF_SENTINEL ||
+            p->comms[an->uses[i].recv].dispatch_instr != DF_SENTINEL;
+  DF_TRY(df_hb_build(p, edges, n, queries, n, exact, a, &an->hb));
   const df_hb *h = &an->hb;
   for (uint32_t i = 0; i < n; i++) {
     uint32_t s = an->uses[i].send_node, r = an->uses[i].recv_node;
@@ -301,10 +225,6 @@ df_status df_bar_analyse(const df_plan *p, const uint8_t *skip, df_arena *a,
     pr[i].recv_col = h->col[h->chain[r]];
     pr[i].recv_pos1 = h->pos[r] + 1;
   }
-  edge_buf eb = {alloc, NULL, 0, 0};
-  df_status st = interfere(p, pr, an, &eb);
-  if (st.code == DF_OK)
-    st = build_adjacency(a, &eb, an);
-  df_free(alloc, eb.e);
-  return st;
+  an->probes = pr;
+  return df_status_ok();
 }

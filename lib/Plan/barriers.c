@@ -8,45 +8,65 @@
 #include "sort_idx.h"
 
 /* Visit live ranges by (-degree, id); smallest colour no neighbour has
-   (REFERENCE 3.6). */
-static df_status colour(df_arena *a, const df_bar_analysis *an, uint32_t *lr_colour,
-                        uint32_t *count) {
-  uint32_t n = an->lr_count, maxdeg = 0;
+   (REFERENCE 3.6). Interference only joins live ranges of one consumer
+   SM, so each SM is coloured on its own with the same result. */
+static df_status colour(const df_plan *p, df_arena *a, const df_bar_analysis *an,
+                        const df_allocator *al, uint32_t *lr_colour, uint32_t *count) {
   *count = 0;
-  if (n == 0)
-    return df_status_ok();
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t d = an->adj_off[i + 1] - an->adj_off[i];
-    maxdeg = d > maxdeg ? d : maxdeg;
-  }
-  uint32_t *cnt = df_arena_zero(a, (uint64_t)maxdeg + 2, sizeof(uint32_t));
-  uint32_t *order = df_arena_array(a, n, sizeof(uint32_t));
-  uint32_t *stamp = df_arena_sentinels(a, (uint64_t)maxdeg + 1);
-  if (!cnt || !order || !stamp)
-    return DF_ARENA_OOM("barrier colouring");
-  for (uint32_t i = 0; i < n; i++)
-    cnt[maxdeg - (an->adj_off[i + 1] - an->adj_off[i]) + 1]++;
-  for (uint32_t b = 0; b <= maxdeg; b++)
-    cnt[b + 1] += cnt[b];
-  for (uint32_t i = 0; i < n; i++)
-    order[cnt[maxdeg - (an->adj_off[i + 1] - an->adj_off[i])]++] = i;
-  for (uint32_t i = 0; i < n; i++)
+  for (uint32_t i = 0; i < an->lr_count; i++)
     lr_colour[i] = DF_SENTINEL;
-  for (uint32_t k = 0; k < n; k++) {
-    uint32_t x = order[k];
-    for (uint32_t e = an->adj_off[x]; e < an->adj_off[x + 1]; e++) {
-      uint32_t c = lr_colour[an->adj[e]];
-      if (c != DF_SENTINEL)
-        stamp[c] = x;
+  if (an->lr_count == 0)
+    return df_status_ok();
+  uint32_t *order = df_arena_array(a, an->lr_count, sizeof(uint32_t));
+  uint32_t *cnt = df_arena_array(a, (uint64_t)an->lr_count + 2, sizeof(uint32_t));
+  uint32_t *stamp = df_arena_sentinels(a, (uint64_t)an->lr_count + 1);
+  uint64_t *done = df_arena_array(a, (DF_BAR_DENSE_MAX + 63) / 64, sizeof(uint64_t));
+  if (!order || !cnt || !stamp || !done)
+    return DF_ARENA_OOM("barrier colouring");
+  df_bar_graph g;
+  df_bar_graph_init(&g, al);
+  df_status st = df_status_ok();
+  for (uint32_t lr0 = 0; lr0 < an->lr_count && st.code == DF_OK;) {
+    uint32_t lr1 = df_bar_sm_end(an, lr0);
+    st = df_bar_graph_build(p, an, lr0, lr1, &g);
+    if (st.code != DF_OK)
+      break;
+    uint32_t n = g.n, maxdeg = g.max_deg;
+    if (g.words) /* only coloured neighbours matter: mask the others out */
+      memset(done, 0, (size_t)g.words * 8);
+    memset(cnt, 0, sizeof(uint32_t) * (maxdeg + 2));
+    for (uint32_t i = 0; i < n; i++)
+      cnt[maxdeg - g.deg[i] + 1]++;
+    for (uint32_t b = 0; b <= maxdeg; b++)
+      cnt[b + 1] += cnt[b];
+    for (uint32_t i = 0; i < n; i++)
+      order[cnt[maxdeg - g.deg[i]]++] = i;
+    for (uint32_t k = 0; k < n; k++) {
+      uint32_t x = order[k];
+      if (g.words) {
+        const uint64_t *row = g.rows + (uint64_t)x * g.words;
+        for (uint32_t w = 0; w < g.words; w++)
+          for (uint64_t bits = row[w] & done[w]; bits; bits &= bits - 1)
+            stamp[lr_colour[lr0 + w * 64 + (uint32_t)__builtin_ctzll(bits)]] = lr0 + x;
+        done[x / 64] |= 1ULL << (x % 64);
+      } else {
+        DF_BAR_FOR_NEIGHBOUR(&g, x, y, {
+          uint32_t c = lr_colour[lr0 + y];
+          if (c != DF_SENTINEL)
+            stamp[c] = lr0 + x;
+        });
+      }
+      uint32_t c = 0;
+      while (stamp[c] == lr0 + x)
+        c++;
+      lr_colour[lr0 + x] = c;
+      if (c + 1 > *count)
+        *count = c + 1;
     }
-    uint32_t c = 0;
-    while (stamp[c] == x)
-      c++;
-    lr_colour[x] = c;
-    if (c + 1 > *count)
-      *count = c + 1;
+    lr0 = lr1;
   }
-  return df_status_ok();
+  df_bar_graph_free(&g);
+  return st;
 }
 
 /* A logical transfer on one (consumer SM, colour). */
@@ -251,12 +271,12 @@ static df_status allocate(const df_plan *p, const uint8_t *direct, const df_allo
       skip[i] = df_recv_signal_only(p, &p->comms[i], direct);
   }
   df_bar_analysis an;
-  DF_TRY(df_bar_analyse(p, skip, a, al, &an));
+  DF_TRY(df_bar_analyse(p, skip, a, &an));
   uint32_t *lr_colour = df_arena_array(a, an.lr_count, sizeof(uint32_t));
   uint32_t *use_phase = df_arena_array(a, an.use_count, sizeof(uint32_t));
   if (!lr_colour || !use_phase)
     return DF_ARENA_OOM("barrier colours");
-  DF_TRY(colour(a, &an, lr_colour, &out->barrier_count));
+  DF_TRY(colour(p, a, &an, al, lr_colour, &out->barrier_count));
   DF_TRY(phases(p, a, &an, lr_colour, out->barrier_count, use_phase));
   uint32_t *use_colour = df_arena_array(a, an.use_count, sizeof(uint32_t));
   if (!use_colour)
@@ -267,9 +287,13 @@ static df_status allocate(const df_plan *p, const uint8_t *direct, const df_allo
   /* every comm of a used transfer key (send, receive, issue, release)
      shares the use's barrier and phase (REFERENCE 3.9) */
   for (uint32_t i = 0; i < p->comm_count; i++) {
-    df_key5 k = df_comm_key(&p->comms[i]);
-    uint32_t s = df_key5map_get(&an.sends, &k);
-    uint32_t u = s == DF_SENTINEL ? DF_SENTINEL : an.use_of_send[s];
+    uint32_t u = an.use_of[i];
+    df_comm_kind kd = p->comms[i].kind;
+    if (u == DF_SENTINEL && kd != DF_COMM_CLUSTER_SEND && kd != DF_COMM_HBM_SEND) {
+      df_key5 k = df_comm_key(&p->comms[i]); /* releases, issues, skipped receives */
+      uint32_t s = df_key5map_get(&an.sends, &k);
+      u = s == DF_SENTINEL ? DF_SENTINEL : an.use_of[s];
+    }
     out->comm_barrier[i] = u == DF_SENTINEL ? DF_SENTINEL : use_colour[u];
     out->comm_phase[i] = u == DF_SENTINEL ? 0 : use_phase[u];
   }

@@ -3,11 +3,14 @@
    excluded, so renaming operators keeps the fingerprint.
 
    Encoding (df's own, version 1): a magic string, then sections in a
-   fixed order, each opened by a tag byte. Every u32 is written as
-   LEB128 of (value + 1) mod 2^32, so the frequent DF_SENTINEL costs one
-   byte; booleans are u32 0/1, strings are length + bytes, arrays are
-   count + items. Task coordinates are not written: they are a function of
-   the task id and the extents, both of which are. */
+   fixed order, each opened by a tag. Every u32 is written as LEB128 of
+   (value + 1) mod 2^32, so the frequent DF_SENTINEL costs one byte;
+   booleans share a flag word per record and optional fields follow only
+   when their flag is set; strings are length + bytes, arrays are count +
+   items, and records are counted, so positions carry ids. Task
+   coordinates are not written: they are a function of the task id and the
+   extents, both of which are. The plan is hashed every decode step, so
+   the encoding is kept short. */
 #include <string.h>
 
 #include "df/plan.h"
@@ -15,8 +18,8 @@
 
 typedef struct enc {
   df_sha256 sha;
-  uint8_t buf[4096];
   uint32_t n;
+  uint8_t buf[8192];
 } enc;
 
 static void flush(enc *e) {
@@ -24,15 +27,26 @@ static void flush(enc *e) {
   e->n = 0;
 }
 
-static void u32(enc *e, uint32_t v) {
-  if (e->n > sizeof e->buf - 5)
+/* Room for `words` u32s; records reserve once, then write unchecked. */
+static inline void reserve(enc *e, uint32_t words) {
+  if (e->n + 5 * words > sizeof e->buf)
     flush(e);
+}
+
+static inline void put(enc *e, uint32_t v) {
+  uint8_t *b = e->buf + e->n;
   v += 1;
   while (v >= 0x80) {
-    e->buf[e->n++] = (uint8_t)(v | 0x80);
+    *b++ = (uint8_t)(v | 0x80);
     v >>= 7;
   }
-  e->buf[e->n++] = (uint8_t)v;
+  *b++ = (uint8_t)v;
+  e->n = (uint32_t)(b - e->buf);
+}
+
+static void u32(enc *e, uint32_t v) {
+  reserve(e, 1);
+  put(e, v);
 }
 
 static void tag(enc *e, char t) { u32(e, (uint32_t)(unsigned char)t); }
@@ -44,65 +58,65 @@ static void str(enc *e, const char *s) {
   df_sha256_update(&e->sha, s, len);
 }
 
-static void variant(enc *e, const df_variant *v) {
-  u32(e, v->base.operator_id);
-  u32(e, (uint32_t)v->base.kind);
-  u32(e, v->schema_version);
-  u32(e, v->has_iter);
-  u32(e, v->has_iter ? (uint32_t)v->iter_mode : 0);
-  u32(e, v->has_iter ? v->iter_value : 0);
-  u32(e, v->has_arity);
-  u32(e, v->has_arity ? (uint32_t)v->arity : 0);
-}
-
+/* Instruction: a flag word (opcode, has_range, has_identity,
+   has_variant), then the fields present; its id is its position. */
 static void instr(enc *e, const df_plan *p, const df_instr *in) {
-  u32(e, in->id);
-  u32(e, (uint32_t)in->op);
-  u32(e, in->task);
-  u32(e, in->sm);
-  u32(e, in->has_range);
-  u32(e, in->has_range ? in->range_begin : 0);
-  u32(e, in->has_range ? in->range_end : 0);
-  u32(e, in->input_count);
+  reserve(e, 20);
+  put(e, (uint32_t)in->op | (uint32_t)in->has_range << 4 | (uint32_t)in->has_identity << 5 |
+             (uint32_t)in->has_variant << 6);
+  put(e, in->task);
+  put(e, in->sm);
+  if (in->has_range) {
+    put(e, in->range_begin);
+    put(e, in->range_end);
+  }
+  put(e, in->output_slot);
+  put(e, (uint32_t)in->stage);
+  if (in->has_identity) {
+    put(e, in->identity.operator_id);
+    put(e, (uint32_t)in->identity.kind);
+  }
+  if (in->has_variant) {
+    const df_variant *v = &in->variant;
+    put(e, v->base.operator_id);
+    put(e, (uint32_t)v->base.kind);
+    put(e, v->schema_version);
+    put(e, (uint32_t)v->has_iter | (v->has_iter ? (uint32_t)v->iter_mode << 1 : 0) |
+               (uint32_t)v->has_arity << 3 | (v->has_arity ? (uint32_t)v->arity << 4 : 0));
+    put(e, v->has_iter ? v->iter_value : 0);
+  }
+  put(e, in->input_count);
   const uint32_t *inputs = p->inputs + in->input_offset;
   for (uint32_t k = 0; k < in->input_count; k++)
     u32(e, inputs[k]);
-  u32(e, in->output_slot);
-  u32(e, (uint32_t)in->stage);
-  u32(e, in->has_identity);
-  if (in->has_identity) {
-    u32(e, in->identity.operator_id);
-    u32(e, (uint32_t)in->identity.kind);
-  }
-  u32(e, in->has_variant);
-  if (in->has_variant)
-    variant(e, &in->variant);
 }
 
+/* Slot: a flag word (role, private_shared, scratch_backed,
+   has_scratch_offset, gated), then its fields; its id is its position. */
 static void slot(enc *e, const df_slot *s) {
-  u32(e, s->id);
-  u32(e, s->task);
-  u32(e, (uint32_t)s->type);
-  u32(e, (uint32_t)s->role);
-  u32(e, (uint32_t)s->stage);
-  u32(e, s->producer);
-  u32(e, s->shared_storage);
-  u32(e, s->global_storage);
-  u32(e, s->private_shared);
-  u32(e, s->scratch_backed);
-  u32(e, s->has_scratch_offset);
-  u32(e, s->has_scratch_offset ? s->scratch_offset : 0);
-  u32(e, s->owner);
-  u32(e, s->gated);
+  reserve(e, 10);
+  put(e, (uint32_t)s->role | (uint32_t)s->private_shared << 5 |
+             (uint32_t)s->scratch_backed << 6 | (uint32_t)s->has_scratch_offset << 7 |
+             (uint32_t)s->gated << 8);
+  put(e, s->task);
+  put(e, (uint32_t)s->type);
+  put(e, (uint32_t)s->stage);
+  put(e, s->producer);
+  put(e, s->shared_storage);
+  put(e, s->global_storage);
+  put(e, s->owner);
+  if (s->has_scratch_offset)
+    put(e, s->scratch_offset);
 }
 
 static void comm(enc *e, const df_comm *c) {
+  reserve(e, 16);
   const uint32_t f[16] = {(uint32_t)c->kind, c->src_instr,  c->dst_instr,     c->src_slot,
                           c->dst_slot,       c->producer_sm, c->consumer_sm,  c->dispatch_instr,
                           c->peer_cta_rank,  c->flag_epoch,  c->barrier_phase, c->byte_offset,
                           c->byte_count,     c->segment_id,  c->segment_count, c->gate_id};
   for (int i = 0; i < 16; i++)
-    u32(e, f[i]);
+    put(e, f[i]);
 }
 
 df_status df_plan_fingerprint(const df_plan *p, char hex[65]) {

@@ -22,7 +22,7 @@ typedef struct df_key5_entry {
 
 typedef struct df_key5map {
   df_key5_entry *e;
-  uint32_t mask;
+  uint32_t mask, count;
 } df_key5map;
 
 typedef struct df_u32_entry {
@@ -57,6 +57,7 @@ static inline int df_key5map_init(df_key5map *m, df_arena *a, uint32_t expected)
   for (uint32_t i = 0; i < cap; i++)
     m->e[i].val = DF_SENTINEL;
   m->mask = cap - 1;
+  m->count = 0;
   return 1;
 }
 
@@ -92,11 +93,27 @@ static inline uint32_t df_key5map_put(df_key5map *m, const df_key5 *k, uint32_t 
     if (e->val == DF_SENTINEL) {
       e->key = *k;
       e->val = val;
+      m->count++;
       return DF_SENTINEL;
     }
     if (df_key5_equal(&e->key, k))
       return e->val;
   }
+}
+
+/* Keeps room for one more key, doubling (rehash into the arena) when the
+   map would pass half full; for maps whose key count is not known. */
+static inline int df_key5map_room(df_key5map *m, df_arena *a) {
+  if (2 * ((uint64_t)m->count + 1) <= (uint64_t)m->mask + 1)
+    return 1;
+  df_key5map bigger;
+  if (!df_key5map_init(&bigger, a, 2 * (m->count + 1)))
+    return 0;
+  for (uint32_t i = 0; i <= m->mask; i++)
+    if (m->e[i].val != DF_SENTINEL)
+      df_key5map_put(&bigger, &m->e[i].key, m->e[i].val);
+  *m = bigger;
+  return 1;
 }
 
 static inline int df_u32map_init(df_u32map *m, df_arena *a, uint32_t expected) {

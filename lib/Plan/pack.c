@@ -41,34 +41,42 @@ df_status df_pack_order(df_pack_ctx *c) {
   return df_status_ok();
 }
 
-/* Cluster receive count (low half) and send + release count (high). */
-static df_status instr_flags(const df_pack_ctx *c, uint32_t id, uint32_t first, uint32_t end,
-                             uint32_t *flags) {
-  uint64_t recv = 0, send = 0;
+/* Cluster receive count (low half) and send + release count (high);
+   false when either passes the 16-bit ABI limit. */
+static bool instr_flags(const df_pack_ctx *c, uint32_t first, uint32_t end, uint32_t *flags,
+                        uint64_t *recv, uint64_t *send) {
+  *recv = *send = 0;
   for (uint32_t j = first; j < end; j++) {
     df_comm_kind kd = c->p->comms[c->comm_order[j]].kind;
-    recv += kd == DF_COMM_CLUSTER_RECV;
-    send += kd == DF_COMM_CLUSTER_SEND || kd == DF_COMM_CLUSTER_RELEASE;
+    *recv += kd == DF_COMM_CLUSTER_RECV;
+    *send += kd == DF_COMM_CLUSTER_SEND || kd == DF_COMM_CLUSTER_RELEASE;
   }
-  if (recv > DF_INSTR_FLAGS_MAX_COUNT || send > DF_INSTR_FLAGS_MAX_COUNT)
-    return df_status_errorf(DF_EINVAL,
-                            "instruction %u cluster communication count exceeds the packed ABI "
-                            "limit: %llu receives, %llu sends and releases, limit %u",
-                            id, (unsigned long long)recv, (unsigned long long)send,
-                            DF_INSTR_FLAGS_MAX_COUNT);
-  *flags = (uint32_t)recv | (uint32_t)send << DF_INSTR_FLAGS_SEND_SHIFT;
-  return df_status_ok();
+  *flags = (uint32_t)*recv | (uint32_t)*send << DF_INSTR_FLAGS_SEND_SHIFT;
+  return *recv <= DF_INSTR_FLAGS_MAX_COUNT && *send <= DF_INSTR_FLAGS_MAX_COUNT;
 }
 
-static df_status fill_args(df_pack_ctx *c, const df_instr *in, df_abi_args *a) {
+/* Coordinates of the previous task, reused by the runs of instructions of
+   one task. */
+typedef struct coord_cache {
+  uint32_t task, count;
+  uint32_t coords[DF_MAX_AXES];
+} coord_cache;
+
+static void fill_args(df_pack_ctx *c, const df_instr *in, coord_cache *cc, df_abi_args *a) {
   const df_plan *p = c->p;
   df_packed *k = c->k;
-  uint32_t coords[DF_MAX_AXES];
-  uint32_t nc = in->task == DF_SENTINEL ? 0 : df_plan_task_coords(p, in->task, coords);
+  uint32_t nc = 0;
+  if (in->task != DF_SENTINEL) {
+    if (in->task != cc->task) {
+      cc->task = in->task;
+      cc->count = df_plan_task_coords(p, in->task, cc->coords);
+    }
+    nc = cc->count;
+  }
   a->task_id = in->task;
   a->task_coord_offset = k->task_coord_count;
   a->task_coord_count = nc;
-  memcpy(k->task_coords + k->task_coord_count, coords, sizeof(uint32_t) * nc);
+  memcpy(k->task_coords + k->task_coord_count, cc->coords, sizeof(uint32_t) * nc);
   k->task_coord_count += nc;
   a->range_begin = in->has_range ? in->range_begin : 0;
   a->range_end = in->has_range ? in->range_end : 0;
@@ -87,7 +95,6 @@ static df_status fill_args(df_pack_ctx *c, const df_instr *in, df_abi_args *a) {
   a->handoff_flags = 0;
   a->reserved0 = DF_SOURCE_WAIT_NONE; /* set by the source-lifetime pass */
   a->reserved1 = 0;
-  return df_status_ok();
 }
 
 df_status df_pack_records(df_pack_ctx *c) {
@@ -103,11 +110,15 @@ df_status df_pack_records(df_pack_ctx *c) {
   }
   DF_TRY(df_abi_u32(inputs, &k->input_slot_count));
   DF_TRY(df_abi_u32(coords, &k->task_coord_count));
+  uint32_t last_arg;
+  DF_TRY(df_abi_u32(k->arg_count ? ((uint64_t)k->arg_count - 1) * sizeof(df_abi_args) : 0,
+                    &last_arg));
   k->input_slots = df_alloc(&k->alloc, sizeof(uint32_t) * inputs);
   k->task_coords = df_alloc(&k->alloc, sizeof(uint32_t) * coords);
   if (!k->input_slots || !k->task_coords)
     return df_status_errorf(DF_ENOMEM, "out of memory packing input slots and task coords");
   k->input_slot_count = k->task_coord_count = 0;
+  coord_cache cc = {DF_SENTINEL, 0, {0}};
   uint32_t arg = 0;
   for (uint32_t pi = 0; pi < p->instr_count; pi++) {
     uint32_t id = k->pack_order[pi];
@@ -125,13 +136,19 @@ df_status df_pack_records(df_pack_ctx *c) {
     r->slot_id = in->output_slot != DF_SENTINEL ? in->output_slot
                  : in->input_count              ? df_plan_instr_inputs(p, in)[0]
                                                 : DF_SENTINEL;
-    DF_TRY(instr_flags(c, id, first, end, &r->flags));
+    uint64_t recv, send;
+    if (!instr_flags(c, first, end, &r->flags, &recv, &send))
+      return df_status_errorf(DF_EINVAL,
+                              "instruction %u cluster communication count exceeds the packed "
+                              "ABI limit: %llu receives, %llu sends and releases, limit %u",
+                              id, (unsigned long long)recv, (unsigned long long)send,
+                              DF_INSTR_FLAGS_MAX_COUNT);
     if (in->op == DF_INSTR_EXIT) {
       r->arg_offset = DF_SENTINEL;
       continue;
     }
-    DF_TRY(df_abi_u32((uint64_t)arg * sizeof(df_abi_args), &r->arg_offset));
-    DF_TRY(fill_args(c, in, &k->args[arg++]));
+    r->arg_offset = arg * (uint32_t)sizeof(df_abi_args); /* fits: checked above */
+    fill_args(c, in, &cc, &k->args[arg++]);
   }
   return df_status_ok();
 }

@@ -77,7 +77,7 @@ df_status df_pack_comms(df_pack_ctx *c) {
   df_packed *k = c->k;
   DF_TRY(order_comms(c));
   bool reuse = c->o && c->o->layout.reuse_hbm_flags;
-  df_key5map epochs = {NULL, 0};
+  df_key5map epochs = {NULL, 0, 0};
   if (reuse && !df_key5map_init(&epochs, c->a, p->comm_count))
     return DF_ARENA_OOM("HBM epochs");
   uint32_t next_epoch = 1;

@@ -77,8 +77,10 @@ static int32_t operator_stage(const df_plan *p, const stage_index *x, const df_i
   return (unsigned)in->op < DF_INSTR_OP_COUNT ? x->fallback[in->op] : -1;
 }
 
-/* REFERENCE 1.6 packing re-check of one handler instruction. */
-static df_status check_identity(const df_plan *p, const df_instr *in) {
+/* REFERENCE 1.6 packing re-check of one handler instruction; `full`
+   also runs the checks that depend on the identity and variant alone. */
+static df_status check_identity(const df_plan *p, const df_instr *in, bool full) {
+  (void)p;
   if (in->has_identity != in->has_variant)
     return df_status_errorf(DF_EINVAL,
                             "Dataflow handler identity and variant must both be present or "
@@ -89,7 +91,7 @@ static df_status check_identity(const df_plan *p, const df_instr *in) {
     return df_status_ok();
   const df_identity *id = &in->identity;
   const df_variant *v = &in->variant;
-  if (v->base.operator_id != id->operator_id || v->base.kind != id->kind)
+  if (full && (v->base.operator_id != id->operator_id || v->base.kind != id->kind))
     return df_status_errorf(DF_EINVAL,
                             "Dataflow handler variant base identity (%u, %s) does not match "
                             "handler identity (%u, %s): instruction_id=%u",
@@ -100,25 +102,28 @@ static df_status check_identity(const df_plan *p, const df_instr *in) {
                             "Dataflow handler identity kind '%s' does not match instruction "
                             "opcode '%s': instruction_id=%u",
                             df_op_kind_name(id->kind), df_instr_op_name(in->op), in->id);
-  df_status st = df_variant_check(v);
-  if (st.code != DF_OK) {
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "instruction %u", in->id);
-    return df_status_wrap(st, prefix);
+  if (full) {
+    df_status st = df_variant_check(v);
+    if (st.code != DF_OK) {
+      char prefix[64];
+      snprintf(prefix, sizeof prefix, "instruction %u", in->id);
+      return df_status_wrap(st, prefix);
+    }
   }
   if (v->has_arity) {
-    df_arity_class want;
-    DF_TRY(df_arity_class_for(true, (int64_t)in->input_count, &want));
-    if (want != v->arity) {
+    uint32_t n = in->input_count;
+    bool ok = n > 0 && v->arity == (n == 1 ? DF_ARITY_PASSTHROUGH
+                                    : n == 2 ? DF_ARITY_BINARY
+                                             : DF_ARITY_GENERIC);
+    if (!ok) {
       char json[256];
       df_variant_to_json(v, json, sizeof json);
       return df_status_errorf(DF_EINVAL,
                               "Dataflow reduce handler variant does not match instruction "
                               "arity: instruction_id=%u, input_slots=%u, variant=%s",
-                              in->id, in->input_count, json);
+                              in->id, n, json);
     }
   }
-  (void)p;
   return df_status_ok();
 }
 
@@ -174,22 +179,59 @@ typedef struct found {
   uint32_t id;
 } found;
 
+/* The handler walk order of the pack options: NULL (id order) or a
+   checked permutation of the instruction ids. */
+static df_status walk_order(df_pack_ctx *c, const uint32_t **order) {
+  const df_pack_options *o = c->o;
+  uint32_t n = c->p->instr_count;
+  *order = NULL;
+  if (!o || !o->handler_order)
+    return df_status_ok();
+  if (o->handler_order_count != n)
+    return df_status_errorf(DF_EINVAL,
+                            "handler_order names %u instructions, plan has %u",
+                            o->handler_order_count, n);
+  uint8_t *seen = df_arena_zero(c->a, n, 1);
+  if (!seen)
+    return DF_ARENA_OOM("the handler order");
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t id = o->handler_order[i];
+    if (id >= n || seen[id])
+      return df_status_errorf(DF_EINVAL,
+                              "handler_order entry %u (instruction %u) is %s", i, id,
+                              id >= n ? "out of range" : "repeated");
+    seen[id] = 1;
+  }
+  *order = o->handler_order;
+  return df_status_ok();
+}
+
 static df_status discover(df_pack_ctx *c, const stage_index *x, found *f, uint32_t *count,
                           uint32_t *primaries) {
   const df_plan *p = c->p;
+  const uint32_t *order;
+  DF_TRY(walk_order(c, &order));
   df_key5map keys, binds;
-  if (!df_key5map_init(&keys, c->a, p->instr_count) ||
-      !df_key5map_init(&binds, c->a, p->instr_count))
+  if (!df_key5map_init(&keys, c->a, 16) || !df_key5map_init(&binds, c->a, 16))
     return DF_ARENA_OOM("the handler table");
   *count = *primaries = 0;
-  for (uint32_t i = 0; i < p->instr_count; i++) {
+  /* instructions of one opcode mostly share a key: the last key per
+     opcode skips the maps and the checks that depend on the key alone */
+  struct {
+    df_key5 key;
+    df_identity id;
+    uint32_t handler;
+  } last[DF_INSTR_OP_COUNT];
+  for (int op = 0; op < DF_INSTR_OP_COUNT; op++)
+    last[op].handler = DF_SENTINEL;
+  for (uint32_t n = 0; n < p->instr_count; n++) {
+    uint32_t i = order ? order[n] : n;
     const df_instr *in = &p->instrs[i];
     c->handler_of[i] = DF_SENTINEL;
     if ((unsigned)in->op >= DF_INSTR_OP_COUNT)
       return df_status_errorf(DF_EINVAL, "instruction %u has invalid opcode %d", i, (int)in->op);
     if (!has_handler_op(in->op))
       continue;
-    DF_TRY(check_identity(p, in));
     int32_t stage = operator_stage(p, x, in);
     if (!in->has_identity && stage < 0)
       return df_status_errorf(DF_EINVAL,
@@ -200,6 +242,17 @@ static df_status discover(df_pack_ctx *c, const stage_index *x, found *f, uint32
       stage = x->canonical[stage];
     df_key5 key, bind;
     handler_keys(in, stage, &key, &bind);
+    bool same = last[in->op].handler != DF_SENTINEL && df_key5_equal(&key, &last[in->op].key) &&
+                in->has_identity && in->has_variant &&
+                in->identity.operator_id == last[in->op].id.operator_id &&
+                in->identity.kind == last[in->op].id.kind;
+    DF_TRY(check_identity(p, in, !same));
+    if (same) {
+      c->handler_of[i] = last[in->op].handler;
+      continue;
+    }
+    if (!df_key5map_room(&keys, c->a) || !df_key5map_room(&binds, c->a))
+      return DF_ARENA_OOM("the handler table");
     uint32_t have = df_key5map_put(&keys, &key, *count);
     if (have == DF_SENTINEL) {
       bool primary = df_key5map_put(&binds, &bind, 1) == DF_SENTINEL;
@@ -208,6 +261,9 @@ static df_status discover(df_pack_ctx *c, const stage_index *x, found *f, uint32
       have = (*count)++;
     }
     c->handler_of[i] = have; /* discovery index until numbered */
+    last[in->op].key = key;
+    last[in->op].id = in->has_identity ? in->identity : (df_identity){DF_SENTINEL, DF_OPK_NONE};
+    last[in->op].handler = have;
   }
   uint32_t next_primary = 0, next_additional = *primaries;
   for (uint32_t h = 0; h < *count; h++)

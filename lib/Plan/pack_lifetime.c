@@ -69,6 +69,11 @@ static void sends_of(const df_pack_ctx *c, uint32_t pi, ranges *s) {
 
 df_status df_pack_source_lifetimes(df_pack_ctx *c) {
   df_packed *k = c->k;
+  bool any = false; /* without cluster sends every action is 0 */
+  for (uint32_t i = 0; i < c->p->comm_count && !any; i++)
+    any = c->p->comms[i].kind == DF_COMM_CLUSTER_SEND;
+  if (!any)
+    return df_status_ok();
   uint64_t cap = (uint64_t)k->comm_count + 1;
   ranges w = {df_arena_array(c->a, cap, sizeof(range)), 0};
   ranges next = {df_arena_array(c->a, cap, sizeof(range)), 0};
@@ -81,10 +86,11 @@ df_status df_pack_source_lifetimes(df_pack_ctx *c) {
     uint32_t q0 = k->queue_offsets[s], q1 = q0 + k->queue_lengths[s];
     newest.n = older.n = 0;
     for (uint32_t pi = q0; pi < q1; pi++) {
-      writes_of(c, pi, &w);
       sends_of(c, pi, &own);
       uint32_t action = DF_SOURCE_WAIT_NONE;
-      if (overlaps(&w, &newest)) {
+      if (newest.n == 0 && older.n == 0) {
+        /* nothing in flight: no wait, writes need not be looked at */
+      } else if (writes_of(c, pi, &w), overlaps(&w, &newest)) {
         action = DF_SOURCE_WAIT_ALL;
       } else if (overlaps(&w, &older)) {
         action = DF_SOURCE_WAIT_KEEP_NEWEST;

@@ -19,5 +19,11 @@ config.substitutions.append(("%examples", os.path.join(config.df_src_root, "exam
 config.substitutions.append(
     ("%irdl", os.path.join(config.df_src_root, "lib", "Dialect", "df.irdl.mlir")))
 
+# The device runtime bitcode built by lib/Runtime/device, and ptxas.
+config.substitutions.append(
+    ("%device_bc", os.path.join(config.df_obj_root, "lib", "Runtime", "device",
+                                "df_device_runtime.bc")))
+config.substitutions.append(("%ptxas", config.ptxas or "ptxas"))
+
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")

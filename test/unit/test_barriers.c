@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "../../lib/Plan/barrier_internal.h"
 #include "../../lib/Plan/happens_before.h"
 #include "hand_plan.h"
 #include "seed_plans.h"
@@ -166,7 +167,7 @@ static void happens_before_edges(void **state) {
   for (uint32_t i = 0; i < 13; i++)
     all[i] = i;
   df_hb h;
-  assert_int_equal(df_hb_build(p, NULL, 0, all, 13, &a, &h).code, DF_OK);
+  assert_int_equal(df_hb_build(p, NULL, 0, all, 13, true, &a, &h).code, DF_OK);
   assert_true(df_hb_le(&h, 0, 0));
   assert_true(df_hb_le(&h, 0, 9));  /* queue order */
   assert_true(df_hb_le(&h, 1, 3));  /* comm source -> target */
@@ -199,7 +200,7 @@ static void happens_before_order_and_unqueued(void **state) {
   df_arena_init(&ar, &al);
   const uint32_t all[4] = {a, b, c, d};
   df_hb h;
-  assert_int_equal(df_hb_build(p, NULL, 0, all, 4, &ar, &h).code, DF_OK);
+  assert_int_equal(df_hb_build(p, NULL, 0, all, 4, true, &ar, &h).code, DF_OK);
   assert_int_equal(h.topo_pos[b], 0);
   assert_int_equal(h.topo_pos[a], 1);
   assert_int_equal(h.topo_pos[c], 2);
@@ -211,16 +212,16 @@ static void happens_before_order_and_unqueued(void **state) {
   assert_false(df_hb_le(&h, a, b));
   /* a node outside the query set only answers a == b */
   df_hb h2;
-  assert_int_equal(df_hb_build(p, NULL, 0, &d, 1, &ar, &h2).code, DF_OK);
+  assert_int_equal(df_hb_build(p, NULL, 0, &d, 1, true, &ar, &h2).code, DF_OK);
   assert_false(df_hb_le(&h2, b, c));
   assert_true(df_hb_le(&h2, b, b));
   /* extra edges count */
   df_hb_edge e = {d, a};
-  assert_true(hand_error_has(df_hb_build(p, &e, 1, all, 4, &ar, &h2), "cycle"));
+  assert_true(hand_error_has(df_hb_build(p, &e, 1, all, 4, true, &ar, &h2), "cycle"));
   e.from = 9;
-  assert_int_equal(df_hb_build(p, &e, 1, all, 4, &ar, &h2).code, DF_EINTERNAL);
+  assert_int_equal(df_hb_build(p, &e, 1, all, 4, true, &ar, &h2).code, DF_EINTERNAL);
   const uint32_t bad = 9;
-  assert_int_equal(df_hb_build(p, NULL, 0, &bad, 1, &ar, &h2).code, DF_EINTERNAL);
+  assert_int_equal(df_hb_build(p, NULL, 0, &bad, 1, true, &ar, &h2).code, DF_EINTERNAL);
   df_arena_release(&ar);
   df_plan_destroy(p);
 }
@@ -325,6 +326,58 @@ static void slot_barrier_prefers_cluster_lane(void **state) {
   assert_int_equal(b.comm_barrier[7], 0);
   assert_int_equal(b.comm_barrier[5], 1);
   assert_int_equal(b.slot_barrier[2], 1);
+  df_barrier_alloc_free(&b, NULL);
+  df_plan_destroy(p);
+}
+
+/* More live ranges on one SM than the bit-row form holds: a chain of
+   4100 transfers SM1 -> SM0, each receive feeding the next send, so none
+   overlap: one barrier, phases alternating along the chain. */
+static df_plan *chain_plan(uint32_t n, bool extra) {
+  df_plan *p = hand_plan_new(2, 2, 16);
+  uint32_t prev_q = S, first_t = S, last_send = S, last_src = S, last_recv = S;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t ps = hand_slot(p), t = hand_slot(p), q = hand_slot(p);
+    uint32_t send = hand_instr(p, DF_INSTR_MAP, 1, &prev_q, prev_q == S ? 0 : 1, ps);
+    uint32_t recv = hand_instr(p, DF_INSTR_MAP, 0, &t, 1, q);
+    hand_transfer(p, true, send, recv, ps, t, 1);
+    prev_q = q;
+    if (i == 0)
+      first_t = t;
+    last_send = send;
+    last_src = ps;
+    last_recv = recv;
+  }
+  if (extra) /* a second, later transfer into the first target */
+    hand_transfer(p, true, last_send, last_recv, last_src, first_t, 1);
+  hand_finish(p);
+  return p;
+}
+
+static void many_live_ranges_on_one_sm(void **state) {
+  (void)state;
+  const uint32_t n = DF_BAR_DENSE_MAX + 4;
+  df_plan *p = chain_plan(n, false);
+  df_barrier_alloc b = alloc_ok(p, NULL);
+  assert_int_equal(b.barrier_count, 1);
+  for (uint32_t i = 0; i < n; i++) {
+    assert_int_equal(b.comm_barrier[2 * i + 1], 0);
+    assert_int_equal(b.comm_phase[2 * i + 1], i & 1);
+  }
+  df_barrier_alloc_free(&b, NULL);
+  df_plan_destroy(p);
+  /* the first live range now holds two transfers at different times:
+     not an interval graph any more, so pairs are tested */
+  p = chain_plan(n, true);
+  b = alloc_ok(p, NULL);
+  assert_int_equal(b.barrier_count, 2);
+  assert_int_equal(b.comm_barrier[1], 0);                 /* u0 */
+  assert_int_equal(b.comm_barrier[2 * n + 1], 0);         /* the extra one */
+  assert_int_equal(b.comm_barrier[2 * (n - 1) + 1], 1);   /* overlaps it */
+  assert_int_equal(b.comm_phase[2 * n + 1], (n - 1) & 1);
+  assert_int_equal(b.comm_phase[2 * (n - 1) + 1], 0);
+  for (uint32_t i = 0; i + 1 < n; i++)
+    assert_int_equal(b.comm_phase[2 * i + 1], i & 1);
   df_barrier_alloc_free(&b, NULL);
   df_plan_destroy(p);
 }
@@ -754,7 +807,7 @@ static void random_plans_match_the_model(void **state) {
     for (uint32_t i = 0; i < p->instr_count; i++)
       all[i] = i;
     df_hb h;
-    assert_int_equal(df_hb_build(p, NULL, 0, all, p->instr_count, &ar, &h).code, DF_OK);
+    assert_int_equal(df_hb_build(p, NULL, 0, all, p->instr_count, true, &ar, &h).code, DF_OK);
     for (uint32_t i = 0; i < m.n; i++) {
       assert_int_equal(h.topo_pos[i], m.topo[i]);
       for (uint32_t j = 0; j < m.n; j++)
@@ -835,6 +888,7 @@ int main(void) {
       cmocka_unit_test(happens_before_cycle),
       cmocka_unit_test(colouring_visits_by_degree_and_phases_alternate),
       cmocka_unit_test(slot_barrier_prefers_cluster_lane),
+      cmocka_unit_test(many_live_ranges_on_one_sm),
       cmocka_unit_test(release_allocates_ack),
       cmocka_unit_test(acks_count_per_producer_sm),
       cmocka_unit_test(gate_groups_share_one_ack),

@@ -529,6 +529,70 @@ static void streaming_plan_reuses_shared_regions(void **state) {
   df_plan_destroy(p);
 }
 
+/* 11 single-block tasks, buckets 1..8 of 16, exact lengths 17/23/47: the
+   packed iter variants are the plan's in first-appearance order. */
+static void iter_variants_follow_first_appearance(void **state) {
+  (void)state;
+  static const uint32_t kv[11] = {48, 17, 128, 16, 96, 23, 64, 112, 47, 32, 80};
+  df_program *prog = seed_attention_program();
+  df_schedule_options o = df_schedule_options_default();
+  o.topology.sm_count = 4;
+  o.topology.cluster_size = 2;
+  o.block_size = 128;
+  o.range_count = 1;
+  o.ranges[0].axis = "kv";
+  o.ranges[0].count = 11;
+  o.ranges[0].lengths = kv;
+  o.extent_count = 1;
+  o.extents[0] = 11;
+  assert_int_equal(df_iter_buckets_parse("1,2,3,4,5,6,7,8,generic", &o.buckets).code, DF_OK);
+  o.bucket_size = 16;
+  assert_int_equal(df_exact_lengths_parse("17,23,47", &o.exact_lengths).code, DF_OK);
+  df_plan *p;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  df_program_destroy(prog);
+  df_variant seen[16];
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < p->instr_count; i++) {
+    const df_instr *in = &p->instrs[i];
+    if (!in->has_variant || in->variant.base.kind != DF_OPK_ITER)
+      continue;
+    uint32_t j = 0;
+    while (j < n && !df_variant_equal(&seen[j], &in->variant))
+      j++;
+    if (j == n)
+      seen[n++] = in->variant;
+  }
+  assert_int_equal(n, 11);
+  df_packed *k = pack(p, NULL);
+  uint32_t m = 0, modes = 0;
+  for (uint32_t h = 0; h < k->handler_count; h++) {
+    const df_handler *hd = &k->handlers[h];
+    if (hd->kind != DF_OPK_ITER)
+      continue;
+    assert_true(m < n);
+    assert_true(df_variant_equal(&hd->variant, &seen[m]));
+    assert_int_equal(hd->identity.operator_id, 0);
+    assert_int_equal(hd->primary, m == 0);
+    if (hd->variant.iter_mode == DF_ITER_TILE_COUNT)
+      modes |= 1u << hd->variant.iter_value;
+    else if (hd->variant.iter_mode == DF_ITER_EXACT_LENGTH)
+      modes |= hd->variant.iter_value == 17 ? 1u << 9 : hd->variant.iter_value == 23 ? 1u << 10
+                                                                                     : 1u << 11;
+    m++;
+  }
+  assert_int_equal(m, n);
+  assert_int_equal(modes, 0xFFEu); /* tile_count 1..8, exact 17, 23, 47 */
+  /* every ITER runs the handler of its own variant */
+  for (uint32_t i = 0; i < k->instr_count; i++) {
+    const df_instr *in = &p->instrs[k->pack_order[i]];
+    if (in->op == DF_INSTR_ITER)
+      assert_true(df_variant_equal(&k->handlers[k->instrs[i].handler_id].variant, &in->variant));
+  }
+  df_packed_destroy(k);
+  df_plan_destroy(p);
+}
+
 /* ---- hand-edited seed plans ---------------------------------------------- */
 
 static void renamed_operators_keep_handlers_and_fingerprint(void **state) {
@@ -602,8 +666,28 @@ static void additional_variants_do_not_renumber_primaries(void **state) {
   df_packed *base = pack(p, NULL);
   assert_memory_equal(k->instrs, base->instrs, sizeof(df_abi_instr) * 13);
   assert_memory_equal(k->comms, base->comms, sizeof(df_abi_comm) * 6);
-  df_packed_destroy(base);
   df_packed_destroy(k);
+  /* the same walk through handler_order, without renumbering the plan */
+  df_pack_options o;
+  memset(&o, 0, sizeof o);
+  o.handler_order = order;
+  o.handler_order_count = 13;
+  k = pack(p, &o);
+  assert_memory_equal(k->instrs, base->instrs, sizeof(df_abi_instr) * 13);
+  assert_int_equal(k->handlers[3].variant.arity, DF_ARITY_BINARY);
+  df_packed_destroy(k);
+  df_packed *bad = NULL;
+  o.handler_order_count = 12;
+  assert_true(hand_error_has(df_pack(p, &o, NULL, &bad), "handler_order names 12"));
+  const uint32_t repeated[13] = {0, 1, 2, 3, 7, 4, 5, 6, 8, 9, 10, 11, 11};
+  o.handler_order = repeated;
+  o.handler_order_count = 13;
+  assert_true(hand_error_has(df_pack(p, &o, NULL, &bad), "repeated"));
+  const uint32_t outside[13] = {0, 1, 2, 3, 7, 4, 5, 6, 8, 9, 10, 11, 13};
+  o.handler_order = outside;
+  assert_true(hand_error_has(df_pack(p, &o, NULL, &bad), "out of range"));
+  assert_null(bad);
+  df_packed_destroy(base);
   df_plan_destroy(q);
   df_plan_destroy(p);
 }
@@ -902,6 +986,110 @@ static void cluster_receive_limit(void **state) {
   df_plan_destroy(p);
 }
 
+/* df_launch_package_build re-checks the records the device will trust. */
+static df_status relaunch(const df_packed *k) {
+  df_launch_package l;
+  df_status s = df_launch_package_build(k, &l);
+  if (s.code == DF_OK)
+    df_launch_package_free(&l, &k->alloc);
+  else
+    assert_null(l.barrier_init_offsets);
+  return s;
+}
+
+static void launch_package_checks(void **state) {
+  (void)state;
+  df_plan *p = seed_make_plan();
+  df_packed *k = pack(p, NULL);
+  assert_int_equal(relaunch(k).code, DF_OK);
+  df_launch_package none;
+  assert_true(hand_error_has(df_launch_package_build(NULL, &none), "expects a packed"));
+#define TAMPER(field, bad, needle)                                             \
+  do {                                                                         \
+    __typeof__(field) keep_ = field;                                           \
+    field = bad;                                                               \
+    assert_true(hand_error_has(relaunch(k), needle));                          \
+    field = keep_;                                                             \
+  } while (0)
+  TAMPER(k->abi_version, 6, "ABI version 6 does not match");
+  TAMPER(k->args, NULL, "buffers are missing");
+  TAMPER(k->queue_offsets[1], 4, "queues must be contiguous: queue 1 starts at 4");
+  TAMPER(k->queue_lengths[3], 3, "queues cover 12 of 13");
+  TAMPER(k->instrs[1].comm_count, 7, "comm range");
+  TAMPER(k->instrs[0].slot_id, 7, "names slot 7 of 7");
+  TAMPER(k->instrs[4].arg_offset, 0, "EXIT instruction 4 must have a sentinel arg_offset");
+  TAMPER(k->instrs[0].arg_offset, S, "arg_offset 4294967295 must be a 64-byte aligned");
+  TAMPER(k->instrs[0].arg_offset, 65, "arg_offset 65 must be a 64-byte aligned");
+  TAMPER(k->instrs[0].arg_offset, 9 * 64, "inside 9 args records");
+  TAMPER(k->args[0].task_coord_count, 10, "task coordinates");
+  TAMPER(k->args[1].input_slot_count, 8, "input slots [0, +8) exceed 7");
+  TAMPER(k->input_slots[0], 9, "reads slot 9 of 7");
+  TAMPER(k->comms[0].dst_slot_id, 7, "names slot 1 -> 7");
+  TAMPER(k->comms[0].byte_count, 49, "transfer size exceeds slot capacity");
+  TAMPER(k->comms[0].byte_offset, 49, "transfer size exceeds slot capacity");
+  k->comms[0].byte_count = 40; /* fits 48-byte slots, not a 32-byte one */
+  assert_int_equal(relaunch(k).code, DF_OK);
+  TAMPER(k->slots[1].bytes, 32, "transfer size exceeds slot capacity");
+  k->comms[0].byte_count = 0; /* whole slot: the smaller capacity */
+  k->slots[1].bytes = 32;
+  assert_int_equal(relaunch(k).code, DF_OK);
+  k->slots[1].bytes = 48;
+#undef TAMPER
+  /* a 48-byte slot transfers up to 48 bytes */
+  k->comms[0].byte_offset = 16;
+  k->comms[0].byte_count = 32;
+  assert_int_equal(relaunch(k).code, DF_OK);
+  df_packed_destroy(k);
+  df_plan_destroy(p);
+}
+
+/* An allocator that fails once its budget of calls is spent. */
+typedef struct budget {
+  int left;
+} budget;
+
+static void *failing_realloc(void *user, void *ptr, size_t size) {
+  budget *b = user;
+  if (size == 0) {
+    free(ptr);
+    return NULL;
+  }
+  if (b->left-- <= 0)
+    return NULL;
+  return realloc(ptr, size);
+}
+
+/* Every allocation failure is reported as DF_ENOMEM and leaks nothing
+   (the sanitizer build checks the latter). */
+static void allocation_failures_are_reported(void **state) {
+  (void)state;
+  df_plan *plans[3] = {seed_make_plan(), seed_make_reshared_plan(), NULL};
+  hand_append_release(plans[0]);
+  df_pack_options o;
+  memset(&o, 0, sizeof o);
+  o.layout.reuse_hbm_flags = true;
+  for (int which = 0; plans[which]; which++) {
+    bool succeeded = false;
+    for (int n = 0; n < 400 && !succeeded; n++) {
+      budget b = {n};
+      df_allocator al = {failing_realloc, &b};
+      df_packed *k = NULL;
+      df_status s = df_pack(plans[which], &o, &al, &k);
+      if (s.code == DF_OK) {
+        succeeded = true;
+        df_packed_destroy(k);
+      } else {
+        if (s.code != DF_ENOMEM)
+          print_error("budget %d: %s\n", n, s.message);
+        assert_int_equal(s.code, DF_ENOMEM);
+        assert_null(k);
+      }
+    }
+    assert_true(succeeded);
+    df_plan_destroy(plans[which]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(seed_plan_tables_and_counts),
@@ -920,6 +1108,7 @@ int main(void) {
       cmocka_unit_test(flag_reset_needed_only_with_hbm),
       cmocka_unit_test(one_shot_cluster_slots_keep_phase_zero),
       cmocka_unit_test(streaming_plan_reuses_shared_regions),
+      cmocka_unit_test(iter_variants_follow_first_appearance),
       cmocka_unit_test(renamed_operators_keep_handlers_and_fingerprint),
       cmocka_unit_test(additional_variants_do_not_renumber_primaries),
       cmocka_unit_test(wrong_reduce_variant_arity_is_rejected),
@@ -933,6 +1122,8 @@ int main(void) {
       cmocka_unit_test(pack_errors),
       cmocka_unit_test(cluster_count_limit),
       cmocka_unit_test(cluster_receive_limit),
+      cmocka_unit_test(launch_package_checks),
+      cmocka_unit_test(allocation_failures_are_reported),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,11 @@
 
 #include "df/blob.h"
 #include "df/compiler.h"
+#include "df/target.h"
 #include "plan_ir.h"
+#ifdef DF_HAVE_DEVICE_RUNTIME
+#include "df/device_runtime.h"
+#endif
 
 /* What a translation reads: a parsed module, or the bytes of a plan blob
    (only for translations that accept blobs). */
@@ -14,6 +18,9 @@ typedef struct input {
   const uint8_t *blob;
   size_t blob_len;
   bool json;
+  const char *sm;           /* --df-sm= */
+  const char *links[16];    /* --df-link= */
+  unsigned link_count;
 } tr_input;
 
 typedef struct translation {
@@ -78,6 +85,28 @@ static df_status plan_dump(const tr_input *in, FILE *out) {
   return s;
 }
 
+static df_status to_ptx(const tr_input *in, FILE *out) {
+#ifdef DF_HAVE_DEVICE_RUNTIME
+  df_packed *k;
+  DF_TRY(pack_module(in->module, &k, NULL));
+  df_ptx_options o = {in->sm, in->links, in->link_count, df_device_runtime_bc,
+                      df_device_runtime_bc_size};
+  char *ptx = NULL;
+  size_t len = 0;
+  df_status s = df_emit_ptx(k, &o, &ptx, &len);
+  df_packed_destroy(k);
+  if (!df_failed(&s) && fwrite(ptx, 1, len, out) != len)
+    s = df_status_errorf(DF_EIO, "could not write the PTX");
+  free(ptx);
+  return s;
+#else
+  (void)in;
+  (void)out;
+  return df_status_errorf(DF_EUNSUPPORTED,
+                          "this df-translate was built without the device runtime");
+#endif
+}
+
 static const translation translations[] = {
     {"--df-program-dump",
      "print the program model: stages, intermediates with slot bytes, operator ids and "
@@ -88,11 +117,16 @@ static const translation translations[] = {
     {"--df-plan-dump",
      "print a plan blob, or the plan held in IR, as text (--json: as one JSON object)", true,
      plan_dump},
+    {"--df-to-ptx",
+     "emit the persistent kernel for the plan as PTX (--df-link=FILE.bc adds handler "
+     "bitcode, --df-sm=sm_90a|sm_90 picks the target)",
+     false, to_ptx},
     {NULL, NULL, false, NULL},
 };
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: df-translate <translation> [--json] [-o FILE] [input|-]\n"
+  fprintf(out, "usage: df-translate <translation> [--json] [--df-link=F.bc] [--df-sm=SM] "
+                "[-o FILE] [input|-]\n"
                "translations:\n");
   for (const translation *t = translations; t->flag; t++)
     fprintf(out, "  %-20s %s\n", t->flag, t->description);
@@ -102,6 +136,8 @@ int main(int argc, char **argv) {
   const char *input = NULL, *output = NULL;
   const translation *chosen = NULL;
   bool json = false;
+  const char *sm = NULL, *links[16];
+  unsigned link_count = 0;
   for (int i = 1; i < argc; i++) {
     const translation *t = NULL;
     for (const translation *c = translations; c->flag; c++)
@@ -119,6 +155,14 @@ int main(int argc, char **argv) {
       chosen = t;
     } else if (!strcmp(argv[i], "--json")) {
       json = true;
+    } else if (!strncmp(argv[i], "--df-sm=", 8)) {
+      sm = argv[i] + 8;
+    } else if (!strncmp(argv[i], "--df-link=", 10)) {
+      if (link_count == 16) {
+        fprintf(stderr, "df-translate: at most 16 --df-link files\n");
+        return 2;
+      }
+      links[link_count++] = argv[i] + 10;
     } else if (!strcmp(argv[i], "-o")) {
       if (++i == argc) {
         fprintf(stderr, "df-translate: -o needs a file name\n");
@@ -159,7 +203,9 @@ int main(int argc, char **argv) {
     free(text);
     return 2;
   }
-  tr_input in = {{NULL}, NULL, 0, json};
+  tr_input in = {{NULL}, NULL, 0, json, sm, {NULL}, link_count};
+  for (unsigned i = 0; i < link_count; i++)
+    in.links[i] = links[i];
   bool is_blob = len >= DF_BLOB_MAGIC_BYTES && !memcmp(text, DF_BLOB_MAGIC, DF_BLOB_MAGIC_BYTES);
   MlirContext ctx = {NULL};
   if (is_blob && !chosen->accepts_blob) {

@@ -1,0 +1,406 @@
+/* libdfrt: load a df persistent kernel (PTX or cubin) and its plan, and
+   launch it on a CUDA GPU. The driver is reached through dlopen and a
+   symbol table (include/df/cuda_driver.h); nothing here needs the CUDA
+   toolkit or MLIR. There is no global state: every object hangs off a
+   runtime context (df_rt) that owns the allocator and the driver table.
+
+   Objects and their owners:
+     df_rt             runtime context: allocator + driver table
+     df_rt_device      one GPU (primary context), opened by ordinal
+     df_rt_stream      a driver stream of a device (NULL = default stream)
+     df_rt_module      a loaded PTX/cubin image and its kernel function
+     df_rt_plan        a packed plan on the host (from a blob, a packed
+                       plan, or re-planned in process), device-independent
+     df_rt_executable  module + plan + launch package on the device:
+                       uploaded plan arrays, staging, flags, tensor args,
+                       TMA descriptors, launch configuration
+   Destroy in reverse order of creation (executables before their module
+   and device, devices before the runtime). Every fallible function returns
+   a df_status whose message names the object and the rule broken.
+
+   Kernel contract (REFERENCE §6, df's device runtime): entry
+   `df_persistent_kernel`, parameters in order: instructions,
+   queue_offsets, queue_lengths, slots, comms, barrier_init_offsets,
+   barrier_init_lengths, barrier_init_indices, args, tensor_args,
+   input_slots, task_coords, global_staging, flags (14 CUdeviceptr), then
+   six u32 by value: shared_slot_base_offset, barrier_count,
+   cluster_ack_count, cluster_size, block_size, scratch_offset (0); then
+   one CUtensorMap by value per TMA descriptor spec, in spec order. */
+#ifndef DF_RUNTIME_H
+#define DF_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "df/abi.h"
+#include "df/alloc.h"
+#include "df/cuda_driver.h"
+#include "df/plan.h"
+#include "df/program.h"
+#include "df/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct df_rt df_rt;
+typedef struct df_rt_device df_rt_device;
+typedef struct df_rt_stream df_rt_stream;
+typedef struct df_rt_module df_rt_module;
+typedef struct df_rt_plan df_rt_plan;
+typedef struct df_rt_executable df_rt_executable;
+
+/* The kernel entry point df's compiler emits. */
+#define DF_RT_KERNEL_NAME "df_persistent_kernel"
+/* The driver library df_rt_create opens by default. */
+#define DF_RT_DRIVER_LIBRARY "libcuda.so.1"
+/* Default CTA shape (x,1,1) of df kernels. The reference prototype uses 32;
+   df's device runtime copies slots with the whole CTA and is written for
+   four warps. */
+#define DF_RT_DEFAULT_BLOCK_DIM_X 128u
+/* Number of pointer and u32 kernel parameters before the tensor maps. */
+#define DF_RT_KERNEL_POINTER_PARAMS 14u
+#define DF_RT_KERNEL_SCALAR_PARAMS 6u
+/* Largest tensor rank a tensor description carries (the tensor-arg record
+   holds ndim only). */
+#define DF_RT_MAX_DIMS 8u
+
+/* ---- runtime context ------------------------------------------------------ */
+
+/* Dynamic-loader hooks (dlopen/dlsym/dlclose/dlerror by default). Tests
+   inject a loader that fails to see the "no CUDA driver" path. */
+typedef struct df_rt_loader {
+  void *(*open)(void *user, const char *library);   /* NULL on failure */
+  void *(*symbol)(void *user, void *handle, const char *name); /* NULL: absent */
+  void (*close)(void *user, void *handle);
+  const char *(*error)(void *user); /* last failure text, may return NULL */
+  void *user;
+} df_rt_loader;
+
+typedef struct df_rt_options {
+  df_allocator alloc;            /* hook NULL: the C library's */
+  const df_cuda_driver *driver;  /* non-NULL: use this table (copied), load nothing */
+  const df_rt_loader *loader;    /* NULL: dlopen */
+  const char *library;           /* NULL: DF_RT_DRIVER_LIBRARY */
+} df_rt_options;
+
+/* Create a runtime context: resolve the driver table (from o->driver, or
+   by loading o->library through o->loader) and call cuInit(0). o may be
+   NULL (all defaults). When the library cannot be opened the status is
+   DF_EUNSUPPORTED with a message starting "no CUDA driver"; a library
+   that lacks a required entry point or whose cuInit fails is reported
+   with the symbol or driver error. */
+df_status df_rt_create(const df_rt_options *o, df_rt **out);
+/* Close the driver library (if this context opened it) and free `rt`. */
+void df_rt_destroy(df_rt *rt);
+/* The driver table in use. */
+const df_cuda_driver *df_rt_driver(const df_rt *rt);
+/* The driver's CUDA version (e.g. 13000). */
+df_status df_rt_driver_version(const df_rt *rt, int *version);
+/* Number of CUDA devices. */
+df_status df_rt_device_count(const df_rt *rt, int *count);
+
+/* ---- device ------------------------------------------------------------------- */
+
+/* What df needs to know about a device. */
+typedef struct df_rt_device_info {
+  int ordinal;
+  char name[256];
+  int sm_count;                   /* multiprocessors */
+  int cc_major, cc_minor;         /* compute capability */
+  int max_threads_per_block;
+  int max_shared_per_block_optin; /* opt-in dynamic + static shared bytes */
+  bool cluster_launch;            /* thread-block clusters supported */
+} df_rt_device_info;
+
+/* Open device `ordinal`: retain its primary context, make it current on
+   the calling thread and read its attributes. Out-of-range ordinals are
+   DF_EINVAL naming the device count. */
+df_status df_rt_device_open(df_rt *rt, int ordinal, df_rt_device **out);
+/* Release the primary context and free the device object. */
+void df_rt_device_close(df_rt_device *dev);
+const df_rt_device_info *df_rt_device_get_info(const df_rt_device *dev);
+
+/* Device memory helpers (tools and tests that bind raw pointers). Copies
+   are ordered on `stream` (NULL: default stream); df_rt_memcpy_dtoh waits
+   for its copy to finish. */
+df_status df_rt_mem_alloc(df_rt_device *dev, size_t bytes, CUdeviceptr *out);
+df_status df_rt_mem_free(df_rt_device *dev, CUdeviceptr ptr);
+df_status df_rt_memcpy_htod(df_rt_device *dev, df_rt_stream *stream, CUdeviceptr dst,
+                            const void *src, size_t bytes);
+df_status df_rt_memcpy_dtoh(df_rt_device *dev, df_rt_stream *stream, void *dst,
+                            CUdeviceptr src, size_t bytes);
+
+/* ---- streams --------------------------------------------------------------------- */
+
+/* A non-blocking stream of `dev`. */
+df_status df_rt_stream_create(df_rt_device *dev, df_rt_stream **out);
+/* Wait until all work queued on `s` (NULL: the default stream of `dev`)
+   has finished; reports asynchronous launch errors. */
+df_status df_rt_stream_synchronize(df_rt_device *dev, df_rt_stream *s);
+void df_rt_stream_destroy(df_rt_stream *s);
+/* The driver handle (NULL stream for NULL). */
+CUstream df_rt_stream_handle(const df_rt_stream *s);
+
+/* ---- modules ------------------------------------------------------------------------ */
+
+/* Image kinds df_rt_module_load recognises. */
+typedef enum df_rt_image_kind {
+  DF_RT_IMAGE_PTX = 0,    /* PTX text (".version" directive) */
+  DF_RT_IMAGE_CUBIN = 1,  /* ELF */
+  DF_RT_IMAGE_FATBIN = 2, /* fatbin container */
+} df_rt_image_kind;
+
+typedef struct df_rt_module_options {
+  const char *kernel_name; /* NULL: DF_RT_KERNEL_NAME */
+  char *jit_log;           /* optional: receives the JIT error log on failure,
+                              the info log on success (NUL-terminated) */
+  size_t jit_log_cap;
+} df_rt_module_options;
+
+/* Classify an image: ELF -> cubin, fatbin magic -> fatbin, text with a
+   ".version" directive -> PTX; anything else is DF_EFORMAT. */
+df_status df_rt_image_classify(const void *image, size_t bytes, df_rt_image_kind *out);
+
+/* Load a PTX/cubin/fatbin image (copied; PTX need not be NUL-terminated)
+   with cuModuleLoadDataEx and look up the kernel. On a JIT failure the
+   status message carries the start of the driver's error log and
+   o->jit_log receives all of it. Reads the kernel's attributes (maximum
+   threads per block, static shared bytes, registers). */
+df_status df_rt_module_load(df_rt_device *dev, const void *image, size_t bytes,
+                            const df_rt_module_options *o, df_rt_module **out);
+/* As df_rt_module_load, reading the image from a file. */
+df_status df_rt_module_load_file(df_rt_device *dev, const char *path,
+                                 const df_rt_module_options *o, df_rt_module **out);
+void df_rt_module_unload(df_rt_module *m);
+
+/* Kernel attributes read at load. */
+typedef struct df_rt_kernel_info {
+  df_rt_image_kind image_kind;
+  int max_threads_per_block;
+  int static_shared_bytes;
+  int num_regs;
+  int local_bytes;
+} df_rt_kernel_info;
+const df_rt_kernel_info *df_rt_module_kernel_info(const df_rt_module *m);
+/* The JIT info log of a successful load ("" if none). */
+const char *df_rt_module_info_log(const df_rt_module *m);
+
+/* ---- plans ---------------------------------------------------------------------------- */
+
+/* Read a plan blob (df_blob_read): the packed plan and, when the blob
+   embeds it, the program it was planned from. block_size is unknown
+   (0): df_packed does not record the range block size, so executables
+   take it from df_rt_executable_options.block_size. */
+df_status df_rt_plan_from_blob(df_rt *rt, const uint8_t *bytes, size_t len,
+                               df_rt_plan **out);
+/* As df_rt_plan_from_blob, reading a file. */
+df_status df_rt_plan_from_file(df_rt *rt, const char *path, df_rt_plan **out);
+/* Adopt a packed plan and optionally its program (both owned by the plan
+   afterwards, also on failure). block_size 0 = unknown. The packed plan
+   must have been allocated with the runtime's allocator or carry its
+   own (df_packed.alloc). */
+df_status df_rt_plan_from_packed(df_rt *rt, df_packed *packed, df_program *program,
+                                 uint32_t block_size, df_rt_plan **out);
+/* Schedule and pack `program` (copied through a blob round trip is not
+   needed: the program is cloned) in process. */
+df_status df_rt_plan_from_program(df_rt *rt, const df_program *program,
+                                  const df_schedule_options *so,
+                                  const df_pack_options *po, df_rt_plan **out);
+/* Re-plan `base` for new range lengths without the compiler: schedule its
+   program (the base must carry one; blobs written with the program do)
+   with `so` and pack with `po` (NULL: defaults). so->topology with
+   sm_count 0 takes the base plan's topology. The result is a new plan;
+   df_rt_executable_set_plan switches an executable to it without
+   reloading the module. */
+df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *so,
+                            const df_pack_options *po, df_rt_plan **out);
+void df_rt_plan_destroy(df_rt_plan *plan);
+const df_packed *df_rt_plan_packed(const df_rt_plan *plan);
+/* NULL when the plan carries no program. */
+const df_program *df_rt_plan_program(const df_rt_plan *plan);
+/* The range block size, 0 when unknown. */
+uint32_t df_rt_plan_block_size(const df_rt_plan *plan);
+
+/* ---- tensors ------------------------------------------------------------------------------ */
+
+typedef enum df_rt_device_type {
+  DF_RT_DEVICE_UNKNOWN = 0,
+  DF_RT_DEVICE_CPU = 1,
+  DF_RT_DEVICE_CUDA = 2,
+} df_rt_device_type;
+
+/* One tensor argument: a device pointer plus the runtime metadata of
+   REFERENCE 7.2 (all optional except the source). Raw pointers carry no
+   metadata; descriptions carry shape, byte strides, dtype and device.
+   A record with `missing` set packs as an all-zero record. */
+typedef struct df_rt_tensor {
+  uint64_t data_ptr;
+  const char *source; /* "raw_pointer", "tensor_description", ... (copied) */
+  bool missing;
+  bool has_shape;
+  bool has_strides;
+  uint32_t ndim;
+  int64_t shape[DF_RT_MAX_DIMS];
+  int64_t strides_bytes[DF_RT_MAX_DIMS];
+  df_rt_device_type device_type;
+  bool has_device_index;
+  int device_index;
+  uint32_t dtype_code; /* DF_TENSOR_DTYPE_* */
+  uint32_t dtype_bits;
+} df_rt_tensor;
+
+/* A raw device pointer: record (ptr, ndim 0, dtype 0, bits 0,
+   DF_TENSOR_ARG_RAW_POINTER), source "raw_pointer", no metadata. */
+df_rt_tensor df_rt_tensor_raw(uint64_t data_ptr);
+/* A missing (optional) tensor: an all-zero record, source "missing". */
+df_rt_tensor df_rt_tensor_missing(void);
+/* A row-major contiguous CUDA tensor of `dtype` on device `ordinal`. */
+df_status df_rt_tensor_contiguous(uint64_t data_ptr, df_dtype dtype, uint32_t ndim,
+                                  const int64_t *shape, int ordinal, df_rt_tensor *out);
+/* The 32-byte record of a tensor (REFERENCE 7.1): raw pointers -> flag
+   RAW_POINTER; descriptions -> ndim, dtype code/bits, flag
+   ARRAY_INTERFACE (byte strides, like a CUDA array interface). Checks
+   ndim <= DF_RT_MAX_DIMS, dtype code <= BOOL, non-negative shape and a
+   dtype with bits when the code is known. */
+df_status df_rt_tensor_pack(const df_rt_tensor *t, df_abi_tensor_arg *out);
+
+/* ---- TMA descriptors (REFERENCE 7.3) ------------------------------------------------------- */
+
+/* One tensor-map descriptor the kernel takes by value. Dims and strides
+   are innermost first; global_stride[0] is the element size and is not
+   passed to the driver. dtype/interleave/swizzle/l2_promotion/oob_fill
+   are the driver's enum values. */
+typedef struct df_rt_tma_spec {
+  char name[DF_NAME_MAX];
+  char tensor_name[DF_NAME_MAX];
+  uint32_t dtype; /* CUtensorMapDataType */
+  uint32_t rank;  /* 1..5 */
+  uint64_t global_dim[DF_CU_TENSOR_MAP_MAX_RANK];
+  uint64_t global_stride[DF_CU_TENSOR_MAP_MAX_RANK];
+  uint32_t box_dim[DF_CU_TENSOR_MAP_MAX_RANK];
+  uint32_t element_strides[DF_CU_TENSOR_MAP_MAX_RANK];
+  uint32_t interleave, swizzle, l2_promotion, oob_fill;
+  bool is_im2col; /* im2col descriptors are not supported (DF_EUNSUPPORTED) */
+} df_rt_tma_spec;
+
+/* Structural checks of a spec: names present, rank 1..5, enum values in
+   range, non-zero dims/boxes/element strides, not im2col. */
+df_status df_rt_tma_spec_check(const df_rt_tma_spec *spec);
+
+/* What validation knows about one tensor name: its pointer (has_ptr false
+   = the name is not a tensor argument) and its metadata (NULL = none). */
+typedef struct df_rt_tma_binding {
+  const char *name;
+  bool has_ptr;
+  uint64_t data_ptr;
+  const df_rt_tensor *meta;
+} df_rt_tma_binding;
+
+/* Validate the tensors behind TMA specs fail-closed, per spec and in the
+   reference's order: missing tensor argument; null pointer; 16-byte
+   alignment; metadata present; shape and strides present (a raw pointer
+   cannot be validated); dtype (known map dtypes 0-9); rank; shape =
+   reversed(global_dim); byte strides = reversed(global_stride); explicit
+   CUDA device; device ordinal = expected_ordinal (skipped when < 0).
+   DF_EINVAL with the reference's message fragments. */
+df_status df_rt_tma_validate(const df_rt_tma_spec *specs, uint32_t spec_count,
+                             const df_rt_tma_binding *bindings, uint32_t binding_count,
+                             int expected_ordinal);
+
+/* ---- executables ----------------------------------------------------------------------------------- */
+
+typedef struct df_rt_executable_options {
+  uint32_t block_dim[3];   /* all 0: (DF_RT_DEFAULT_BLOCK_DIM_X,1,1); else 3 positive */
+  uint32_t block_size;     /* range block size passed to the kernel when the
+                              plan does not know it; 0: 1 */
+  bool copy_back_staging;  /* copy global staging to the host after each
+                              launch (debugging; see df_rt_executable_staging) */
+  uint32_t tma_count;
+  const df_rt_tma_spec *tma_specs;
+  /* Tensor argument names by index, for TMA specs. NULL: the plan's
+     program's tensor argument order (REFERENCE 7.1). */
+  uint32_t tensor_name_count;
+  const char *const *tensor_names;
+  df_rt_stream *stream;    /* stream of the plan upload (NULL: default) */
+} df_rt_executable_options;
+
+/* Create an executable: check the plan against the device and kernel
+   (REFERENCE 7.5 pre-checks: sm_count % cluster_size, cluster launch
+   support, dynamic shared bytes vs the device limit, block threads vs the
+   kernel's maximum, cluster size vs the kernel's maximum, every CTA
+   co-resident), upload the plan arrays once (one allocation, 256-byte
+   aligned sections), allocate global staging and flags once
+   (uninitialised), and set the kernel's dynamic shared memory maximum.
+   The plan is copied; it may be destroyed afterwards. */
+df_status df_rt_executable_create(df_rt_module *module, const df_rt_plan *plan,
+                                  const df_rt_executable_options *o,
+                                  df_rt_executable **out);
+void df_rt_executable_destroy(df_rt_executable *e);
+
+/* Switch to another plan for the same module (e.g. re-planned for new
+   range lengths): handler ids are mapped onto the module plan's handler
+   table (a handler variant the module's plan lacks is an error), the
+   pre-checks run again, and plan arrays, staging and flags are re-uploaded
+   or grown on `stream`. Tensor arguments and TMA descriptors are kept. */
+df_status df_rt_executable_set_plan(df_rt_executable *e, const df_rt_plan *plan,
+                                    df_rt_stream *stream);
+
+/* Bind tensor arguments by index (REFERENCE 7.1): pack their records,
+   remember their metadata for TMA validation, rebuild TMA descriptors
+   from the new metadata and upload the records (REFERENCE 7.4). When the
+   plan carries a program, `count` must equal its tensor argument count. */
+df_status df_rt_executable_bind_tensors(df_rt_executable *e, df_rt_stream *stream,
+                                        const df_rt_tensor *tensors, uint32_t count);
+/* Replace the metadata used to validate TMA tensors without uploading. */
+df_status df_rt_executable_set_tensor_metadata(df_rt_executable *e,
+                                               const df_rt_tensor *tensors,
+                                               uint32_t count);
+/* The persistent tensor-args update of REFERENCE 7.4 on raw record bytes
+   ("pointer-only"): builds TMA descriptors once, refuses to change TMA
+   tensor pointers afterwards (state untouched), grows the device buffer
+   only when needed and skips the copy when the bytes are unchanged. */
+df_status df_rt_executable_update_tensor_args(df_rt_executable *e, df_rt_stream *stream,
+                                              const void *bytes, size_t len);
+
+/* Launch once on `stream` (NULL: default): update tensor args, zero the
+   flags buffer when the plan needs it (HBM send/recv comms), launch with
+   grid (sm_count,1,1), block_dim, cluster (cluster_size,1,1) and dynamic
+   shared memory = the launch package's bytes, and, with
+   copy_back_staging, copy global staging back (waiting for the launch). */
+df_status df_rt_executable_launch(df_rt_executable *e, df_rt_stream *stream);
+
+/* The launch configuration an executable uses. */
+typedef struct df_rt_launch_info {
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t cluster_size;
+  uint32_t dynamic_shared_bytes;
+  bool non_portable_cluster;
+  bool needs_flag_reset;
+  uint32_t block_size;
+  uint32_t param_count; /* 20 + TMA descriptors */
+  size_t flags_bytes, staging_bytes, plan_bytes;
+} df_rt_launch_info;
+df_status df_rt_executable_launch_info(const df_rt_executable *e, df_rt_launch_info *out);
+
+/* The host copy of global staging made by the last launch with
+   copy_back_staging (NULL/0 before). */
+df_status df_rt_executable_staging(const df_rt_executable *e, const uint8_t **bytes,
+                                   size_t *len);
+/* Copy global staging to `dst` now (waits on `stream`). len must equal
+   the staging size. */
+df_status df_rt_executable_read_staging(df_rt_executable *e, df_rt_stream *stream,
+                                        void *dst, size_t len);
+/* The current tensor-arg bytes (host copy). */
+void df_rt_executable_tensor_args(const df_rt_executable *e, const uint8_t **bytes,
+                                  size_t *len);
+/* Number of TMA descriptor builds so far (diagnostics and tests). */
+uint32_t df_rt_executable_tma_builds(const df_rt_executable *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

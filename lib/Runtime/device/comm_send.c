@@ -1,0 +1,85 @@
+/* Sends after the handler (REFERENCE 6 step 6). The caller has already
+   run the block barrier (with each thread's async-proxy fence) that makes
+   the handler's output complete. */
+#include "runtime.h"
+
+/* A gated destination takes the push only after the consumer's
+   CLUSTER_RELEASE has completed phase 0 of our ACK barrier. The ACK
+   bit-word remembers that it has, so later sends of a gate skip the wait. */
+static void wait_ack(const df_rt *rt, const df_abi_comm *c, const df_abi_slot *dst) {
+  if (!(dst->flags & DF_SLOT_FLAG_CLUSTER_GATED_PUSH) || c->flag_index == DF_SENTINEL ||
+      df_rt_bit(rt, rt->ack_bits, c->flag_index))
+    return;
+  df_ptx_mbar_wait_cluster(df_rt_ack_addr(rt, c->flag_index), 0);
+  df_rt_bit_put(rt, rt->ack_bits, c->flag_index, true);
+}
+
+/* One cluster send: expect the bytes on the peer's receive barrier, then
+   one bulk copy shared::cta -> shared::cluster completing on it. Only a
+   transfer's last segment arrives; earlier ones just add their bytes, so
+   the phase completes once, after every segment has landed. */
+static void cluster_send(const df_rt *rt, const df_abi_comm *c) {
+  const df_abi_slot *src = df_rt_slot(rt, c->src_slot_id);
+  const df_abi_slot *dst = df_rt_slot(rt, c->dst_slot_id);
+  uint32_t b = df_comm_barrier(c, dst);
+  if (b == DF_SENTINEL)
+    __builtin_trap(); /* packer invariant: cluster targets have barriers */
+  wait_ack(rt, c, dst);
+  uint32_t bytes = df_comm_bytes(c, src, dst);
+  uint32_t off = c->byte_offset;
+  uint32_t rbar = df_ptx_mapa(df_rt_bar_addr(rt, b), c->peer_cta_rank);
+  uint32_t rdst = df_ptx_mapa(rt->smem_addr + df_rt_slot_smem(rt, dst) + off, c->peer_cta_rank);
+  if (c->segment_count > 1 && c->segment_id + 1 < c->segment_count)
+    df_ptx_mbar_remote_expect_tx(rbar, bytes);
+  else
+    df_ptx_mbar_remote_arrive_expect_tx(rbar, bytes);
+  df_ptx_fence_proxy_async();
+  if (bytes)
+    df_ptx_bulk_s2c(rdst, rt->smem_addr + df_rt_slot_smem(rt, src) + off, bytes, rbar);
+}
+
+/* The consumer's ACK: arrive on the producer's ACK barrier. */
+static void cluster_release(const df_rt *rt, const df_abi_comm *c) {
+  if (c->flag_index == DF_SENTINEL)
+    __builtin_trap(); /* packer invariant: releases carry an ACK index */
+  df_ptx_mbar_remote_arrive(df_ptx_mapa(df_rt_ack_addr(rt, c->flag_index), c->peer_cta_rank));
+}
+
+/* Cluster sends and releases, in record order, by the leader; one bulk
+   group per instruction for the source-lifetime guard. */
+void df_rt_cluster_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  if (!df_rt_leader(rt))
+    return;
+  for (uint32_t i = 0; i < n; i++) {
+    if (c[i].kind == DF_COMM_CLUSTER_SEND)
+      cluster_send(rt, &c[i]);
+    else if (c[i].kind == DF_COMM_CLUSTER_RELEASE)
+      cluster_release(rt, &c[i]);
+  }
+  df_ptx_bulk_commit();
+}
+
+/* HBM sends: all threads copy each source to its staging bytes (nothing to
+   copy for direct-global slots already there), fence, barrier; then the
+   leader publishes each epoch with a release store. */
+void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    if (c[i].kind != DF_COMM_HBM_SEND)
+      continue;
+    const df_abi_slot *src = df_rt_slot(rt, c[i].src_slot_id);
+    const df_abi_slot *dst = df_rt_slot(rt, c[i].dst_slot_id);
+    uint32_t off = c[i].byte_offset;
+    df_rt_copy(rt, rt->staging + dst->global_offset + off, df_rt_slot_ptr(rt, src) + off,
+               df_comm_bytes(&c[i], src, dst));
+  }
+  df_ptx_fence_gpu();
+  df_ptx_bar_sync();
+  if (!df_rt_leader(rt))
+    return;
+  for (uint32_t i = 0; i < n; i++) {
+    if (c[i].kind != DF_COMM_HBM_SEND)
+      continue;
+    const df_abi_slot *dst = df_rt_slot(rt, c[i].dst_slot_id);
+    df_ptx_st_release_gpu(df_gaddr(&rt->flags[df_comm_flag(&c[i], dst)]), c[i].flag_epoch);
+  }
+}

@@ -1,0 +1,126 @@
+/* Internal to the device runtime: the per-CTA state the loop carries and
+   the small record helpers every phase uses. All threads hold the same
+   copy of df_rt and make the same decisions from the same records, so
+   every bar.sync below is reached uniformly; only the leader (thread 0)
+   writes control state (barriers, bits, flags) and issues bulk copies. */
+#ifndef DF_DEVICE_RUNTIME_INTERNAL_H
+#define DF_DEVICE_RUNTIME_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "df/abi.h"
+#include "df/device.h"
+#include "ptx.h"
+
+#define DF_RT static inline __attribute__((always_inline))
+#define DF_KIND_BIT(k) (1u << (k))
+#define DF_POLL_SLEEP_NS 64u
+
+typedef struct df_rt {
+  const df_abi_slot *slots;
+  const df_abi_comm *comms;
+  uint8_t *staging; /* global staging base (HBM slots, direct-global slots) */
+  uint32_t *flags;  /* HBM flags, one u32 epoch each */
+  uint8_t *smem;    /* dynamic shared memory, generic pointer */
+  uint32_t smem_addr; /* the same as a shared-window address */
+  uint32_t slot_base; /* shared_slot_base_offset */
+  uint32_t scratch_offset;
+  uint32_t barrier_count, ack_count, cluster_size;
+  uint32_t ack_bits, issued_bits; /* byte offsets of the two bit-word arrays */
+  uint32_t tid, threads;
+  /* Shared byte ranges [lo, hi) that cluster bulk sends may still read:
+     all outstanding groups, and the newest group alone. Empty: lo >= hi. */
+  uint32_t pend_lo, pend_hi, new_lo, new_hi;
+} df_rt;
+
+DF_RT bool df_rt_leader(const df_rt *rt) { return rt->tid == 0; }
+
+/* ---- control area of dynamic shared memory ---------------------------- */
+
+DF_RT uint32_t df_rt_bar_addr(const df_rt *rt, uint32_t idx) {
+  return rt->smem_addr + idx * DF_BARRIER_BYTES;
+}
+DF_RT uint32_t df_rt_ack_addr(const df_rt *rt, uint32_t idx) {
+  return rt->smem_addr + (rt->barrier_count + idx) * DF_BARRIER_BYTES;
+}
+DF_RT uint32_t *df_rt_words(const df_rt *rt, uint32_t byte_offset) {
+  return (uint32_t *)(rt->smem + byte_offset);
+}
+DF_RT bool df_rt_bit(const df_rt *rt, uint32_t words, uint32_t i) {
+  return (df_rt_words(rt, words)[i >> 5] >> (i & 31)) & 1u;
+}
+DF_RT void df_rt_bit_put(const df_rt *rt, uint32_t words, uint32_t i, bool on) {
+  uint32_t *w = &df_rt_words(rt, words)[i >> 5];
+  *w = on ? (*w | (1u << (i & 31))) : (*w & ~(1u << (i & 31)));
+}
+
+/* ---- slots ------------------------------------------------------------------ */
+
+DF_RT const df_abi_slot *df_rt_slot(const df_rt *rt, uint32_t id) { return &rt->slots[id]; }
+DF_RT bool df_slot_in_shared(const df_abi_slot *s) {
+  return !(s->flags & DF_SLOT_FLAG_HBM_DIRECT_GLOBAL);
+}
+/* Byte offset of a shared (arena or scratch-backed) slot in dynamic smem. */
+DF_RT uint32_t df_rt_slot_smem(const df_rt *rt, const df_abi_slot *s) {
+  return ((s->flags & DF_SLOT_FLAG_SCRATCH_BACKED) ? rt->scratch_offset : rt->slot_base) +
+         s->shared_offset;
+}
+/* Generic pointer to a slot's bytes, wherever they live (as df_slot_ptr). */
+DF_RT uint8_t *df_rt_slot_ptr(const df_rt *rt, const df_abi_slot *s) {
+  if (!df_slot_in_shared(s))
+    return rt->staging + s->global_offset;
+  return rt->smem + df_rt_slot_smem(rt, s);
+}
+
+/* ---- comm records ----------------------------------------------------------- */
+
+/* byte_count 0 = the whole slot: the smaller of both ends, past the offset. */
+DF_RT uint32_t df_comm_bytes(const df_abi_comm *c, const df_abi_slot *src,
+                             const df_abi_slot *dst) {
+  if (c->byte_count)
+    return c->byte_count;
+  uint32_t n = src->bytes < dst->bytes ? src->bytes : dst->bytes;
+  return n > c->byte_offset ? n - c->byte_offset : 0;
+}
+DF_RT uint32_t df_comm_flag(const df_abi_comm *c, const df_abi_slot *dst) {
+  return c->flag_index != DF_SENTINEL ? c->flag_index : dst->flag_index;
+}
+DF_RT uint32_t df_comm_barrier(const df_abi_comm *c, const df_abi_slot *dst) {
+  return c->barrier_index != DF_SENTINEL ? c->barrier_index : dst->barrier_index;
+}
+/* Records of one segmented transfer are adjacent and in segment order
+   (the packer sorts by segment last); a group is handled at segment 0. */
+DF_RT uint32_t df_comm_group(const df_abi_comm *c, uint32_t i, uint32_t n) {
+  uint32_t g = c->segment_count > 1 ? c->segment_count : 1;
+  return g < n - i ? g : n - i;
+}
+DF_RT uint32_t df_comm_kinds(const df_abi_comm *c, uint32_t n) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < n; i++)
+    k |= DF_KIND_BIT(c[i].kind & 31);
+  return k;
+}
+
+/* Global-space address of a generic pointer into global memory. */
+DF_RT uint64_t df_gaddr(const void *p) {
+  return (uint64_t)(uintptr_t)(const __attribute__((address_space(1))) void *)p;
+}
+
+/* ---- phases (one file each) --------------------------------------------------- */
+
+void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_count);
+void df_rt_finish(const df_rt *rt);
+void df_rt_copy(const df_rt *rt, uint8_t *dst, const uint8_t *src, uint32_t n);
+void df_rt_source_guard(df_rt *rt, const df_abi_args *a, const df_abi_comm *c, uint32_t n);
+void df_rt_track_sends(df_rt *rt, const df_abi_comm *c, uint32_t n);
+void df_rt_cluster_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+void df_rt_hbm_issue(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+bool df_rt_hbm_bulk_ok(const df_rt *rt, const df_abi_comm *c, uint32_t g);
+bool df_rt_hbm_bulk_post(const df_rt *rt, const df_abi_comm *c, uint32_t g, bool block);
+void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch);
+void df_rt_cluster_send(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+
+#endif

@@ -1,0 +1,185 @@
+/* HBM transfers through global staging and flags. A send copies the
+   source slot to staging at the destination slot's global offset (plus
+   byte offset) and stores flags[f] = epoch (release); a receive waits
+   until flags[f] >= epoch (acquire) and copies staging into the
+   destination slot. Segmented plans use the bulk path: the segments of
+   a transfer move as one group completing one phase of the receiver's
+   barrier, the send stores the last segment's flag and the receive polls
+   it; HBM_RECV_ISSUE copies early when the flag is already there and
+   HBM_RECV_WAIT completes it. Direct-global ends with one global offset
+   move no bytes (signal-only). */
+#include <stdio.h>
+
+#include "host_internal.h"
+
+/* The send that feeds comm v (a receive, wait or issue), or S. */
+static uint32_t send_of(const hb_run *r, uint32_t v) {
+  if (r->k->comms[v].kind == DF_COMM_HBM_RECV_ISSUE)
+    v = r->comm_match[v];
+  return v == HB_S ? HB_S : r->comm_match[v];
+}
+
+/* The receive passes on flags[f] >= epoch: the flag must have been
+   stored in this launch, by (or after) each segment's own send. */
+static df_status check_pass(hb_run *r, uint32_t j, uint32_t n, uint32_t f) {
+  uint32_t instr = r->comm_instr[j];
+  char at[256];
+  hb_describe_instr(r, instr, at, sizeof at);
+  if (!r->flag_set[f])
+    return hb_fail(r, DF_HOST_DIAG_STALE_FLAG, hb_site_at(r, instr, j),
+                   "%s: comm %u %s passes on flag %u = %u, a value left by a previous launch "
+                   "(no send of this launch stored it; the launch package does not reset flags)",
+                   at, j, hb_comm_kind_name(r->k->comms[j].kind), f, r->flags[f]);
+  for (uint32_t g = 0; g < n; g++) {
+    uint32_t s = send_of(r, j + g);
+    if (s != HB_S && r->comm_done[s])
+      continue;
+    char who[160];
+    if (s == HB_S)
+      snprintf(who, sizeof who, "no hbm_send of this transfer (slot %u -> %u, segment %u, epoch "
+                                "%u) exists",
+               r->k->comms[j + g].src_slot_id, r->k->comms[j + g].dst_slot_id,
+               r->k->comms[j + g].segment_id, r->k->comms[j + g].flag_epoch);
+    else
+      snprintf(who, sizeof who, "its own hbm_send (comm %u on CTA %u) has not run", s,
+               r->instr_cta[r->comm_instr[s]]);
+    return hb_fail(r, DF_HOST_DIAG_STALE_FLAG, hb_site_at(r, instr, j + g),
+                   "%s: comm %u %s passes on flag %u = %u >= epoch %u stored by CTA %u (packed "
+                   "instruction %u), but %s: the flag is shared with another transfer",
+                   at, j + g, hb_comm_kind_name(r->k->comms[j + g].kind), f, r->flags[f],
+                   r->k->comms[j + n - 1].flag_epoch, r->flag_set_cta[f], r->flag_set_instr[f],
+                   who);
+  }
+  return df_status_ok();
+}
+
+/* Copy the group's segments from staging into the destination slot. */
+static void copy_in(hb_run *r, uint32_t cta, uint32_t j, uint32_t n) {
+  const df_packed *k = r->k;
+  for (uint32_t g = 0; g < n; g++) {
+    const df_abi_comm *m = &k->comms[j + g];
+    uint32_t off, len = hb_comm_span(k, m, &off);
+    uint32_t goff = k->slots[m->dst_slot_id].global_offset + off;
+    hb_copy(r, hb_slot_region(r, cta, m->dst_slot_id, off, len), hb_staging_region(goff, len));
+  }
+}
+
+static df_status finish(hb_run *r, hb_cta *c, uint32_t j, uint32_t n, uint32_t peer) {
+  for (uint32_t g = 0; g < n; g++) {
+    r->comm_done[j + g] = 1;
+    hb_delivery_consume(r, j + g);
+    hb_cost_comm(r, c, j + g);
+    DF_TRY(hb_log_comm(r, c, j + g, peer));
+  }
+  return df_status_ok();
+}
+
+static bool uses_barrier(const hb_run *r, const df_abi_comm *m) {
+  if (hb_comm_signal_only(r->k, m))
+    return false;
+  return m->kind != DF_COMM_HBM_RECV || r->bulk_hbm;
+}
+
+/* Complete and consume the receiver's barrier phase of a bulk receive. */
+static df_status bulk_phase(hb_run *r, hb_cta *c, uint32_t j, uint32_t f) {
+  const df_abi_comm *m = &r->k->comms[j];
+  uint32_t b = hb_comm_barrier(r->k, m);
+  DF_TRY(hb_barrier_complete(r, c->id, b, r->flag_set_cta[f], r->flag_set_instr[f], j));
+  bool passed;
+  DF_TRY(hb_barrier_consume(r, c, b, m->barrier_phase & 1u, j, &passed));
+  return df_status_ok();
+}
+
+df_status hb_hbm_recv(hb_run *r, hb_cta *c, uint32_t j, hb_step_result *res) {
+  const df_packed *k = r->k;
+  const df_abi_comm *m = &k->comms[j];
+  uint32_t n = hb_group_len(k, j), instr = r->comm_instr[j];
+  *res = HB_STEP_PROGRESS;
+  if (m->kind == DF_COMM_HBM_RECV_WAIT && uses_barrier(r, m)) {
+    uint32_t b = hb_comm_barrier(k, m);
+    hb_issue *is = &c->issues[b];
+    if (is->issued && r->comm_match[is->comm] == j) {
+      bool passed;
+      DF_TRY(hb_barrier_consume(r, c, b, m->barrier_phase & 1u, j, &passed));
+      is->issued = false;
+      hb_cost_edge(r, c, is->set_instr, false);
+      return finish(r, c, j, n, is->set_cta);
+    }
+  }
+  const df_abi_comm *last = &k->comms[j + n - 1];
+  uint32_t f = hb_comm_flag(k, last), e = last->flag_epoch;
+  if (r->flags[f] < e) {
+    hb_block(c, DF_HOST_WAIT_FLAG, instr, j, m->dst_slot_id, f, e, r->flags[f], r);
+    *res = HB_STEP_BLOCKED;
+    return df_status_ok();
+  }
+  DF_TRY(check_pass(r, j, n, f));
+  if (!hb_comm_signal_only(k, m))
+    copy_in(r, c->id, j, n);
+  if (uses_barrier(r, m))
+    DF_TRY(bulk_phase(r, c, j, f));
+  hb_cost_edge(r, c, r->flag_set_instr[f], false);
+  return finish(r, c, j, n, r->flag_set_cta[f]);
+}
+
+df_status hb_hbm_issue(hb_run *r, hb_cta *c, uint32_t j) {
+  const df_packed *k = r->k;
+  const df_abi_comm *m = &k->comms[j];
+  uint32_t n = hb_group_len(k, j), instr = r->comm_instr[j];
+  const df_abi_comm *last = &k->comms[j + n - 1];
+  uint32_t f = hb_comm_flag(k, last), e = last->flag_epoch;
+  if (hb_comm_signal_only(k, m))
+    return finish(r, c, j, n, HB_S); /* issue = no-op for direct-global */
+  uint32_t b = hb_comm_barrier(k, m);
+  hb_issue *is = &c->issues[b];
+  if (is->issued || r->flags[f] < e)
+    return df_status_ok(); /* non-blocking: the wait completes it */
+  DF_TRY(check_pass(r, j, n, f));
+  for (uint32_t g = 0; g < n; g++) {
+    uint32_t wait = r->comm_match[j + g];
+    if (wait == HB_S) {
+      char at[256];
+      hb_describe_instr(r, instr, at, sizeof at);
+      return hb_fail(r, DF_HOST_DIAG_INVALID_PLAN, hb_site_at(r, instr, j + g),
+                     "%s: comm %u hbm_recv_issue (slot %u -> %u) has no matching "
+                     "hbm_recv_wait in CTA %u's queue",
+                     at, j + g, m->src_slot_id, m->dst_slot_id, c->id);
+    }
+    uint32_t off, len = hb_comm_span(k, &k->comms[j + g], &off);
+    DF_TRY(hb_check_landing(r, c->id, j + g, c->id, wait,
+                            hb_slot_region(r, c->id, m->dst_slot_id, off, len)));
+  }
+  copy_in(r, c->id, j, n);
+  DF_TRY(hb_barrier_complete(r, c->id, b, r->flag_set_cta[f], r->flag_set_instr[f], j));
+  is->issued = true;
+  is->comm = j;
+  is->set_cta = r->flag_set_cta[f];
+  is->set_instr = r->flag_set_instr[f];
+  for (uint32_t g = 0; g < n; g++)
+    hb_delivery_consume(r, r->comm_match[j + g]);
+  return finish(r, c, j, n, r->flag_set_cta[f]);
+}
+
+df_status hb_hbm_send(hb_run *r, hb_cta *c, uint32_t j) {
+  const df_packed *k = r->k;
+  const df_abi_comm *m = &k->comms[j];
+  uint32_t n = hb_group_len(k, j), instr = r->comm_instr[j];
+  for (uint32_t g = 0; g < n; g++) {
+    const df_abi_comm *s = &k->comms[j + g];
+    uint32_t off, len = hb_comm_span(k, s, &off);
+    uint32_t goff = k->slots[m->dst_slot_id].global_offset + off;
+    DF_TRY(hb_delivery_check(r, c->id, j + g, goff, len));
+    hb_copy(r, hb_staging_region(goff, len), hb_slot_region(r, c->id, m->src_slot_id, off, len));
+    DF_TRY(hb_delivery_add(r, c->id, j + g, r->comm_match[j + g], goff, len));
+  }
+  const df_abi_comm *last = &k->comms[j + n - 1];
+  uint32_t f = hb_comm_flag(k, last);
+  r->flags[f] = last->flag_epoch; /* st.release.gpu */
+  r->flag_set[f] = 1;
+  r->flag_set_cta[f] = c->id;
+  r->flag_set_instr[f] = instr;
+  uint32_t recv = r->comm_match[j];
+  uint32_t peer = recv != HB_S && r->comm_instr[recv] != HB_S ? r->instr_cta[r->comm_instr[recv]]
+                                                               : HB_S;
+  return finish(r, c, j, n, peer);
+}

@@ -1,0 +1,185 @@
+/* Link runtime + handlers + dispatch, optimise, emit PTX (LLVM-C). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llvm-c/BitReader.h"
+#include "llvm-c/Core.h"
+#include "llvm-c/Linker.h"
+#include "llvm-c/Target.h"
+#include "llvm-c/TargetMachine.h"
+#include "llvm-c/Transforms/PassBuilder.h"
+#include "target_internal.h"
+
+#define DF_KERNEL_NAME "df_persistent_kernel"
+#define DF_TRIPLE "nvptx64-nvidia-cuda"
+/* Pinned PTX ISA: 8.0 is the first with sm_90a and is accepted by every
+   CUDA 12/13 ptxas and driver. */
+#define DF_PTX_FEATURES "+ptx80"
+
+static df_status take_error(LLVMErrorRef e, const char *what) {
+  char *msg = LLVMGetErrorMessage(e);
+  df_status s = df_status_errorf(DF_EINTERNAL, "%s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+  return s;
+}
+
+/* LLVM's default diagnostic handler exits the process on errors; keep the
+   last message instead and report it as a status. */
+typedef struct diag_sink {
+  char message[256];
+} diag_sink;
+
+static void record_diagnostic(LLVMDiagnosticInfoRef info, void *user) {
+  diag_sink *sink = user;
+  if (LLVMGetDiagInfoSeverity(info) != LLVMDSError)
+    return;
+  char *text = LLVMGetDiagInfoDescription(info);
+  snprintf(sink->message, sizeof sink->message, "%s", text);
+  LLVMDisposeMessage(text);
+}
+
+static bool is_bitcode(LLVMMemoryBufferRef buf) {
+  const unsigned char *p = (const unsigned char *)LLVMGetBufferStart(buf);
+  size_t n = LLVMGetBufferSize(buf);
+  static const unsigned char raw[4] = {'B', 'C', 0xC0, 0xDE};
+  static const unsigned char wrapper[4] = {0xDE, 0xC0, 0x17, 0x0B};
+  return n >= 4 && (!memcmp(p, raw, 4) || !memcmp(p, wrapper, 4));
+}
+
+static df_status parse_bc(LLVMContextRef ctx, LLVMMemoryBufferRef buf, const char *name,
+                          LLVMModuleRef *out) {
+  if (!is_bitcode(buf) || LLVMParseBitcodeInContext2(ctx, buf, out)) {
+    LLVMDisposeMemoryBuffer(buf);
+    return df_status_errorf(DF_EFORMAT, "'%s' is not LLVM bitcode", name);
+  }
+  LLVMDisposeMemoryBuffer(buf);
+  return df_status_ok();
+}
+
+static df_status link_file(LLVMContextRef ctx, LLVMModuleRef dest, const char *path) {
+  LLVMMemoryBufferRef buf;
+  char *msg = NULL;
+  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
+    df_status s = df_status_errorf(DF_EIO, "cannot read handler bitcode '%s': %s", path,
+                                   msg ? msg : "unknown error");
+    LLVMDisposeMessage(msg);
+    return s;
+  }
+  LLVMModuleRef m;
+  DF_TRY(parse_bc(ctx, buf, path, &m));
+  const char *triple = LLVMGetTarget(m);
+  if (triple[0] && strncmp(triple, "nvptx64", 7) != 0) {
+    df_status s = df_status_errorf(DF_EINVAL,
+                                   "handler bitcode '%s' targets '%s'; compile it with "
+                                   "--target=" DF_TRIPLE,
+                                   path, triple);
+    LLVMDisposeModule(m);
+    return s;
+  }
+  if (LLVMLinkModules2(dest, m))
+    return df_status_errorf(DF_EINVAL, "linking '%s' failed (conflicting definitions?)", path);
+  return df_status_ok();
+}
+
+/* Everything but the kernel becomes internal so O3 can inline handlers
+   into the dispatch and the dispatch into the loop. */
+static void internalize(LLVMModuleRef m) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f) && strcmp(LLVMGetValueName(f), DF_KERNEL_NAME) != 0)
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
+    if (!LLVMIsDeclaration(g))
+      LLVMSetLinkage(g, LLVMInternalLinkage);
+}
+
+static df_status check_sm(const char *sm) {
+  if (!strcmp(sm, "sm_90a") || !strcmp(sm, "sm_90"))
+    return df_status_ok();
+  if (!strcmp(sm, "sm_80"))
+    return df_status_errorf(DF_EUNSUPPORTED,
+                            "target sm_80 is refused: df's persistent kernel uses mbarrier "
+                            "transaction counts and cp.async.bulk, which need sm_90");
+  return df_status_errorf(DF_EINVAL, "unknown target '%s'; expected sm_90a, sm_90 or sm_80", sm);
+}
+
+static df_status emit(LLVMModuleRef m, const char *sm, char **ptx, size_t *len) {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+  LLVMTargetRef target;
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(DF_TRIPLE, &target, &msg)) {
+    df_status s = df_status_errorf(DF_EINTERNAL, "no NVPTX target in libLLVM: %s", msg);
+    LLVMDisposeMessage(msg);
+    return s;
+  }
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, DF_TRIPLE, sm, DF_PTX_FEATURES,
+                                                    LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                                    LLVMCodeModelDefault);
+  LLVMSetTarget(m, DF_TRIPLE);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(m, td);
+  LLVMDisposeTargetData(td);
+  df_status s = df_status_ok();
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef e = LLVMRunPasses(m, "default<O3>", tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e)
+    s = take_error(e, "optimising the kernel");
+  LLVMMemoryBufferRef out = NULL;
+  if (s.code == DF_OK && LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &msg, &out)) {
+    s = df_status_errorf(DF_EINTERNAL, "emitting PTX failed: %s", msg);
+    LLVMDisposeMessage(msg);
+  }
+  if (s.code == DF_OK) {
+    size_t n = LLVMGetBufferSize(out);
+    char *text = malloc(n + 1);
+    if (!text) {
+      s = df_status_errorf(DF_ENOMEM, "out of memory copying %zu bytes of PTX", n);
+    } else {
+      memcpy(text, LLVMGetBufferStart(out), n);
+      text[n] = '\0';
+      *ptx = text;
+      *len = n;
+    }
+  }
+  if (out)
+    LLVMDisposeMemoryBuffer(out);
+  LLVMDisposeTargetMachine(tm);
+  return s;
+}
+
+df_status df_emit_ptx(const df_packed *k, const df_ptx_options *o, char **ptx, size_t *len) {
+  const char *sm = o->sm ? o->sm : "sm_90a";
+  DF_TRY(check_sm(sm));
+  if (!o->runtime_bc || !o->runtime_bc_size)
+    return df_status_errorf(DF_EINTERNAL, "no device runtime bitcode was given");
+  LLVMContextRef ctx = LLVMContextCreate();
+  diag_sink sink = {""};
+  LLVMContextSetDiagnosticHandler(ctx, record_diagnostic, &sink);
+  LLVMModuleRef m = NULL;
+  LLVMMemoryBufferRef rt = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+      o->runtime_bc, o->runtime_bc_size, "df_device_runtime");
+  df_status s = parse_bc(ctx, rt, "df_device_runtime", &m);
+  for (unsigned i = 0; s.code == DF_OK && i < o->link_count; i++)
+    s = link_file(ctx, m, o->link_files[i]);
+  if (s.code == DF_OK && !LLVMGetNamedFunction(m, DF_KERNEL_NAME))
+    s = df_status_errorf(DF_EINTERNAL, "the device runtime has no %s", DF_KERNEL_NAME);
+  if (s.code == DF_OK)
+    s = df_build_dispatch(m, k);
+  if (s.code == DF_OK) {
+    internalize(m);
+    s = emit(m, sm, ptx, len);
+  }
+  if (s.code != DF_OK && sink.message[0]) {
+    size_t n = strlen(s.message);
+    snprintf(s.message + n, sizeof s.message - n, " (LLVM: %s)", sink.message);
+  }
+  if (m)
+    LLVMDisposeModule(m);
+  LLVMContextDispose(ctx);
+  return s;
+}

@@ -1,0 +1,313 @@
+/* Slot layout (REFERENCE 4): offsets with storage reuse, scratch-backed
+   and direct-global slots, flags, owners, sizes and every layout error. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "hand_plan.h"
+#include "seed_plans.h"
+
+#define S DF_SENTINEL
+
+static df_slot_layout lay(const df_plan *p, const df_layout_options *o, bool barriers) {
+  df_barrier_alloc b;
+  memset(&b, 0, sizeof b);
+  if (barriers)
+    assert_int_equal(df_allocate_barriers(p, NULL, &b).code, DF_OK);
+  df_slot_layout l;
+  df_status s = df_layout_slots(p, barriers ? &b : NULL, o, NULL, &l);
+  if (s.code != DF_OK)
+    print_error("layout: %s\n", s.message);
+  assert_int_equal(s.code, DF_OK);
+  df_barrier_alloc_free(&b, NULL);
+  return l;
+}
+
+static df_status lay_status(const df_plan *p, const df_layout_options *o) {
+  df_slot_layout l;
+  df_status s = df_layout_slots(p, NULL, o, NULL, &l);
+  if (s.code == DF_OK)
+    df_slot_layout_free(&l, NULL);
+  else
+    assert_null(l.slots);
+  return s;
+}
+
+static void seed_plan_layout(void **state) {
+  (void)state;
+  df_plan *p = seed_make_plan();
+  df_slot_layout l = lay(p, NULL, true);
+  static const uint32_t want[7][8] = {
+      {0, 0, 48, 0, S, 0, 0, 0},     {48, 48, 48, 1, 0, 1, 0, 0},   {96, 96, 48, 2, 1, 2, 0, 0},
+      {144, 144, 48, 3, S, 0, 0, 0}, {192, 192, 48, 4, S, 3, 0, 0}, {240, 240, 48, 5, 0, 0, 0, 0},
+      {288, 288, 48, 6, S, 3, 0, 0}};
+  assert_int_equal(l.slot_count, 7);
+  for (uint32_t i = 0; i < 7; i++)
+    assert_memory_equal(&l.slots[i], want[i], 32);
+  assert_int_equal(l.shared_slot_bytes, 336);
+  assert_int_equal(l.global_staging_bytes, 336);
+  assert_int_equal(l.scratch_bytes, 0);
+  assert_false(l.reuse_hbm_flags);
+  df_slot_layout_free(&l, NULL);
+  /* without a barrier allocation every slot has none */
+  l = lay(p, NULL, false);
+  for (uint32_t i = 0; i < 7; i++)
+    assert_int_equal(l.slots[i].barrier_index, S);
+  df_slot_layout_free(&l, NULL);
+  df_slot_layout_free(NULL, NULL);
+  /* reuse_hbm_flags: one flag for everything */
+  df_layout_options o;
+  memset(&o, 0, sizeof o);
+  o.reuse_hbm_flags = true;
+  l = lay(p, &o, true);
+  assert_true(l.reuse_hbm_flags);
+  for (uint32_t i = 0; i < 7; i++)
+    assert_int_equal(l.slots[i].flag_index, 0);
+  df_slot_layout_free(&l, NULL);
+  df_plan_destroy(p);
+}
+
+static void reshared_layout_aliases_storage(void **state) {
+  (void)state;
+  df_plan *p = seed_make_reshared_plan();
+  df_slot_layout l = lay(p, NULL, true);
+  const uint32_t shared[8] = {0, 16, 0, 32, 48, 16, 64, 64};
+  const uint32_t global[8] = {0, 16, 0, 16, 0, 16, 32, 48};
+  const uint32_t owner[8] = {0, 1, 0, S, S, 1, 0, 1};
+  for (uint32_t i = 0; i < 8; i++) {
+    assert_int_equal(l.slots[i].shared_offset, shared[i]);
+    assert_int_equal(l.slots[i].global_offset, global[i]);
+    assert_int_equal(l.slots[i].owner_cta, owner[i]);
+    assert_int_equal(l.slots[i].flag_index, i);
+  }
+  assert_int_equal(l.shared_slot_bytes, 80);
+  assert_int_equal(l.global_staging_bytes, 64);
+  df_slot_layout_free(&l, NULL);
+  df_plan_destroy(p);
+}
+
+static void streaming_layout_keeps_two_regions(void **state) {
+  (void)state;
+  static const uint32_t kv[2] = {8192, 8192};
+  df_plan *p = seed_schedule_attention(4, 2, kv, 2, 64, DF_POLICY_CLUSTER_LOCAL,
+                                       DF_REDUCE_STREAMING, false);
+  df_slot_layout l = lay(p, NULL, true);
+  assert_int_equal(l.slot_count, 8);
+  for (uint32_t i = 0; i < 8; i++) {
+    uint32_t key = p->slots[i].shared_storage;
+    assert_int_equal(l.slots[i].shared_offset, key == 1 ? 0 : 48);
+    assert_int_equal(l.slots[i].global_offset, 48 * i);
+  }
+  assert_int_equal(l.shared_slot_bytes, 96);
+  assert_int_equal(l.global_staging_bytes, 384);
+  df_slot_layout_free(&l, NULL);
+  /* storage ids beyond the slot ids take the same layout */
+  for (uint32_t i = 0; i < 8; i++)
+    p->slots[i].shared_storage += 1000;
+  l = lay(p, NULL, true);
+  for (uint32_t i = 0; i < 8; i++)
+    assert_int_equal(l.slots[i].shared_offset, p->slots[i].shared_storage == 1001 ? 0 : 48);
+  assert_int_equal(l.shared_slot_bytes, 96);
+  df_slot_layout_free(&l, NULL);
+  df_plan_destroy(p);
+}
+
+static void scratch_backed_slots(void **state) {
+  (void)state;
+  df_plan *p = seed_make_plan();
+  p->slots[1].scratch_backed = true;
+  p->slots[1].has_scratch_offset = true;
+  p->slots[1].scratch_offset = 4096;
+  df_slot_layout l = lay(p, NULL, true);
+  const uint32_t want[8] = {4096, 48, 48, 1, 0, 1, DF_SLOT_FLAG_SCRATCH_BACKED, 4096};
+  assert_memory_equal(&l.slots[1], want, 32);
+  const uint32_t shared[7] = {0, 4096, 48, 96, 144, 192, 240};
+  for (uint32_t i = 0; i < 7; i++)
+    assert_int_equal(l.slots[i].shared_offset, shared[i]);
+  assert_int_equal(l.shared_slot_bytes, 288);
+  assert_int_equal(l.scratch_bytes, 4096 + 48);
+  df_slot_layout_free(&l, NULL);
+  /* two scratch slots: scratch bytes cover the furthest */
+  p->slots[1].scratch_offset = 64;
+  p->slots[3].scratch_backed = p->slots[3].has_scratch_offset = true;
+  p->slots[3].scratch_offset = 0;
+  l = lay(p, NULL, true);
+  assert_int_equal(l.scratch_bytes, 112);
+  df_slot_layout_free(&l, NULL);
+
+  p->slots[1].scratch_offset = 4100;
+  assert_true(hand_error_has(lay_status(p, NULL),
+                             "slot 1 scratch_offset must be 16-byte aligned, got 4100"));
+  p->slots[1].has_scratch_offset = false;
+  assert_true(hand_error_has(lay_status(p, NULL), "slot 1 requires a scratch_offset"));
+  df_plan_destroy(p);
+}
+
+static void communicate_and_gated_flags(void **state) {
+  (void)state;
+  df_plan *p = seed_make_plan();
+  p->slots[4].role = DF_ROLE_CLUSTER_INBOX;
+  assert_true(hand_error_has(lay_status(p, NULL),
+                             "communicate slot 4 (role cluster_inbox) must be scratch-backed"));
+  p->slots[4].scratch_backed = p->slots[4].has_scratch_offset = true;
+  p->slots[4].scratch_offset = 256;
+  p->slots[5].gated = true;
+  p->slots[6].role = DF_ROLE_CLUSTER_GATED_INBOX;
+  p->slots[6].scratch_backed = p->slots[6].has_scratch_offset = true;
+  p->slots[6].scratch_offset = 512;
+  df_slot_layout l = lay(p, NULL, true);
+  assert_int_equal(l.slots[4].flags, DF_SLOT_FLAG_SCRATCH_BACKED | DF_SLOT_FLAG_COMMUNICATE);
+  assert_int_equal(l.slots[5].flags, DF_SLOT_FLAG_CLUSTER_GATED_PUSH);
+  assert_int_equal(l.slots[6].flags, DF_SLOT_FLAG_SCRATCH_BACKED |
+                                         DF_SLOT_FLAG_CLUSTER_GATED_PUSH |
+                                         DF_SLOT_FLAG_COMMUNICATE);
+  df_slot_layout_free(&l, NULL);
+  const df_slot_role roles[] = {DF_ROLE_HBM_SPILL_INBOX, DF_ROLE_JOINT_COMM_INBOX,
+                                DF_ROLE_JOINT_COMM_OUTBOX, DF_ROLE_JOINT_PREFETCH_INBOX,
+                                DF_ROLE_CLUSTER_GATED_INBOX};
+  for (uint32_t i = 0; i < 5; i++) {
+    p->slots[0].role = roles[i];
+    assert_true(hand_error_has(lay_status(p, NULL), "communicate slot 0"));
+  }
+  df_plan_destroy(p);
+}
+
+static void owners(void **state) {
+  (void)state;
+  df_plan *p = seed_make_plan();
+  p->slots[0].owner = 3;
+  p->slots[6].producer = S;
+  df_slot_layout l = lay(p, NULL, false);
+  assert_int_equal(l.slots[0].owner_cta, 3);
+  assert_int_equal(l.slots[6].owner_cta, S);
+  assert_int_equal(l.slots[4].owner_cta, 3);
+  df_slot_layout_free(&l, NULL);
+  df_plan_destroy(p);
+}
+
+static void direct_global_sets(void **state) {
+  (void)state;
+  df_plan *p = seed_make_plan();
+  uint8_t mask[7];
+  df_layout_options o;
+  memset(&o, 0, sizeof o);
+  assert_int_equal(df_direct_global_slots(p, NULL, mask).code, DF_OK);
+  for (uint32_t i = 0; i < 7; i++)
+    assert_int_equal(mask[i], 0);
+  /* full mode with cluster comms: slots whose comms are all HBM */
+  o.hbm_direct_global = true;
+  assert_int_equal(df_direct_global_slots(p, &o, mask).code, DF_OK);
+  const uint8_t hbm_only[7] = {0, 0, 1, 0, 0, 1, 0};
+  assert_memory_equal(mask, hbm_only, 7);
+  df_slot_layout l = lay(p, &o, false);
+  for (uint32_t i = 0; i < 7; i++) {
+    bool d = hbm_only[i];
+    assert_int_equal((l.slots[i].flags & DF_SLOT_FLAG_HBM_DIRECT_GLOBAL) != 0, d);
+    if (d)
+      assert_int_equal(l.slots[i].shared_offset, 0);
+  }
+  /* direct slots take no shared cursor space */
+  const uint32_t shared[7] = {0, 48, 0, 96, 144, 0, 192};
+  for (uint32_t i = 0; i < 7; i++)
+    assert_int_equal(l.slots[i].shared_offset, shared[i]);
+  assert_int_equal(l.shared_slot_bytes, 240);
+  assert_int_equal(l.global_staging_bytes, 336);
+  df_slot_layout_free(&l, NULL);
+  /* ... plus the slots sharing their shared or global storage */
+  p->slots[3].global_storage = 2;
+  p->slots[4].shared_storage = 5;
+  assert_int_equal(df_direct_global_slots(p, &o, mask).code, DF_OK);
+  const uint8_t sharing[7] = {0, 0, 1, 1, 1, 1, 0};
+  assert_memory_equal(mask, sharing, 7);
+  df_plan_destroy(p);
+  /* no HBM comms: nothing is direct */
+  static const uint32_t kv[2] = {256, 256};
+  p = seed_schedule_attention(4, 2, kv, 2, 128, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_ALL_AT_ONCE,
+                              true);
+  uint8_t m2[16];
+  assert_int_equal(df_direct_global_slots(p, &o, m2).code, DF_OK);
+  for (uint32_t i = 0; i < p->slot_count; i++)
+    assert_int_equal(m2[i], 0);
+  df_plan_destroy(p);
+  /* HBM comms and no cluster comms: every slot */
+  p = seed_make_reshared_plan();
+  assert_int_equal(df_direct_global_slots(p, &o, m2).code, DF_OK);
+  for (uint32_t i = 0; i < p->slot_count; i++)
+    assert_int_equal(m2[i], 1);
+  df_plan_destroy(p);
+}
+
+static void direct_global_errors(void **state) {
+  (void)state;
+  df_plan *p = seed_make_plan();
+  df_layout_options o;
+  memset(&o, 0, sizeof o);
+  uint32_t ids[3] = {9, 7, 9};
+  o.direct_slots = ids;
+  o.direct_count = 3;
+  o.hbm_direct_global = true;
+  assert_true(hand_error_has(lay_status(p, &o),
+                             "cannot combine full and selective HBM direct-global slots"));
+  o.hbm_direct_global = false;
+  assert_true(hand_error_has(lay_status(p, &o),
+                             "HBM direct-global slot ids must exist in the plan; "
+                             "unknown=[7, 9]"));
+  uint32_t bad[3] = {2, 1, 0};
+  o.direct_slots = bad;
+  assert_true(hand_error_has(lay_status(p, &o),
+                             "HBM direct-global slot ids must participate in HBM "
+                             "communication; invalid=[0, 1]"));
+  o.direct_slots = NULL;
+  assert_true(hand_error_has(lay_status(p, &o), "without a list"));
+  uint32_t many[20];
+  for (uint32_t i = 0; i < 20; i++)
+    many[i] = 100 + i;
+  o.direct_slots = many;
+  o.direct_count = 20;
+  assert_true(hand_error_has(lay_status(p, &o), "unknown=[100, 101, 102, 103, 104, 105, 106, "
+                                                "107, 108, 109, 110, 111, 112, 113, 114, 115, "
+                                                "...]"));
+  df_plan_destroy(p);
+}
+
+static void layout_errors(void **state) {
+  (void)state;
+  df_slot_layout l;
+  assert_true(hand_error_has(df_layout_slots(NULL, NULL, NULL, NULL, &l), "expects a plan"));
+  df_plan *p = seed_make_plan();
+  df_barrier_alloc b;
+  assert_int_equal(df_allocate_barriers(p, NULL, &b).code, DF_OK);
+  b.slot_count = 3;
+  assert_true(hand_error_has(df_layout_slots(p, &b, NULL, NULL, &l), "covers 3 slots"));
+  b.slot_count = 7;
+  df_barrier_alloc_free(&b, NULL);
+  p->slots[2].type = 5;
+  assert_true(hand_error_has(lay_status(p, NULL), "slot 2 has intermediate type index 5"));
+  p->slots[2].type = 0;
+  p->slots[3].id = 9;
+  assert_true(hand_error_has(lay_status(p, NULL), "slot at index 3 has id 9"));
+  p->slots[3].id = 3;
+  p->types[0].bytes = 0x40000000u; /* offsets beyond 4 GiB */
+  assert_true(hand_error_has(lay_status(p, NULL), "Dataflow ABI value must fit uint32, got"));
+  df_plan_destroy(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(seed_plan_layout),
+      cmocka_unit_test(reshared_layout_aliases_storage),
+      cmocka_unit_test(streaming_layout_keeps_two_regions),
+      cmocka_unit_test(scratch_backed_slots),
+      cmocka_unit_test(communicate_and_gated_flags),
+      cmocka_unit_test(owners),
+      cmocka_unit_test(direct_global_sets),
+      cmocka_unit_test(direct_global_errors),
+      cmocka_unit_test(layout_errors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
