@@ -475,6 +475,9 @@ typedef struct df_pack_options {
      bindings); NULL = id order. */
   const uint32_t *handler_order;
   uint32_t handler_order_count;
+  /* Leave df_packed.fingerprint empty (run-time re-plans do not need the
+     hash; df_plan_fingerprint computes it on demand). */
+  bool skip_fingerprint;
 } df_pack_options;
 
 typedef struct df_packed {

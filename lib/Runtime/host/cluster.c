@@ -77,7 +77,7 @@ df_status hb_cluster_send(hb_run *r, hb_cta *c, uint32_t j, hb_step_result *res)
   for (uint32_t g = 0; g < n; g++) {
     uint32_t off, len = hb_comm_span(k, &k->comms[j + g], &off);
     hb_copy(r, hb_slot_region(r, x, m->dst_slot_id, off, len),
-            hb_slot_region(r, c->id, m->src_slot_id, off, len));
+            hb_slot_region(r, c->id, m->src_slot_id, off, len), m->dst_slot_id, instr);
   }
   if (m->flag_index != HB_S && !(k->slots[m->dst_slot_id].flags & DF_SLOT_FLAG_CLUSTER_GATED_PUSH))
     c->acks[m->flag_index].pending = true;

@@ -59,7 +59,7 @@ df_status hb_dispatch(hb_run *r, hb_cta *c, uint32_t instr, hb_step_result *res)
     DF_TRY(hb_check_guards(r, c->id, instr));
     uint32_t out = ctx.args->output_slot;
     if (out != HB_S)
-      hb_mark_written(r, hb_slot_region(r, c->id, out, 0, r->k->slots[out].bytes));
+      hb_mark_written(r, hb_slot_region(r, c->id, out, 0, r->k->slots[out].bytes), out, instr);
   } else {
     h = HB_S;
   }

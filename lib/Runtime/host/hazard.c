@@ -1,5 +1,6 @@
 /* Data hazards the device would turn into wrong numbers: a handler input
-   nobody wrote (shadow bytes), and a transfer landing on bytes that an
+   nobody wrote, or whose bytes now hold another slot's value (owner
+   shadow), and a transfer landing on bytes that an
    instruction of the destination CTA still needs before the transfer's
    own receive (a pending read, send or receive of the old contents, or a
    local write that would clobber the new ones). */
@@ -71,7 +72,7 @@ df_status hb_check_landing(hb_run *r, uint32_t from, uint32_t send, uint32_t x, 
       break;
     for (uint32_t j = in->comm_offset; j < in->comm_offset + in->comm_count; j++) {
       const df_abi_comm *c = &k->comms[j];
-      if (r->comm_done[j] || j == recv)
+      if (r->comm_done[j] || j == recv || j == send)
         continue;
       uint32_t off, len = hb_comm_span(k, c, &off);
       bool is_send = c->kind == DF_COMM_CLUSTER_SEND || c->kind == DF_COMM_HBM_SEND;
@@ -93,25 +94,53 @@ df_status hb_check_landing(hb_run *r, uint32_t from, uint32_t send, uint32_t x, 
   return df_status_ok();
 }
 
+static df_status foreign(hb_run *r, uint32_t instr, uint32_t n, uint32_t s, hb_region g,
+                         uint32_t b, uint32_t e, uint32_t owner) {
+  char at[256], where[96], by[300];
+  hb_describe_instr(r, instr, at, sizeof at);
+  describe_region(g, where, sizeof where);
+  uint32_t w = owner == HB_PREV ? HB_S : hb_slot_writer(r, g, owner);
+  if (owner == HB_PREV) {
+    snprintf(by, sizeof by, "data left in global staging by a previous launch");
+  } else if (w != HB_S) {
+    char wat[256];
+    hb_describe_instr(r, w, wat, sizeof wat);
+    snprintf(by, sizeof by, "slot %u, written by %s", owner, wat);
+  } else {
+    snprintf(by, sizeof by, "slot %u", owner);
+  }
+  hb_site site = hb_site_at(r, instr, HB_S);
+  site.slot = s;
+  site.input = n;
+  return hb_fail(r, DF_HOST_DIAG_OVERWRITE, site,
+                 "read of overwritten data: %s reads input %u, slot %u (%s), but bytes [%u, %u) "
+                 "of it now hold %s, which overwrote slot %u before this read",
+                 at, n, s, where, b, e, by, s);
+}
+
 df_status hb_check_inputs(hb_run *r, hb_cta *c, uint32_t instr) {
   const df_packed *k = r->k;
   const df_abi_args *a = args_of(r, instr);
   for (uint32_t n = 0; n < a->input_slot_count; n++) {
     uint32_t s = k->input_slots[a->input_slot_offset + n];
     hb_region g = whole_slot(r, c->id, s);
-    uint32_t b, e;
-    if (!hb_find_unwritten(r, g, &b, &e))
-      continue;
-    char at[256], where[96];
-    hb_describe_instr(r, instr, at, sizeof at);
-    describe_region(g, where, sizeof where);
-    hb_site site = hb_site_at(r, instr, HB_S);
-    site.slot = s;
-    site.input = n;
-    return hb_fail(r, DF_HOST_DIAG_UNWRITTEN_READ, site,
-                   "read of a slot nobody wrote: %s reads input %u, slot %u (%s), but bytes "
-                   "[%u, %u) of it were never written by a handler or a transfer",
-                   at, n, s, where, b, e);
+    uint32_t b, e, owner;
+    if (hb_find_unwritten(r, g, &b, &e)) {
+      char at[256], where[96];
+      hb_describe_instr(r, instr, at, sizeof at);
+      describe_region(g, where, sizeof where);
+      hb_site site = hb_site_at(r, instr, HB_S);
+      site.slot = s;
+      site.input = n;
+      return hb_fail(r, DF_HOST_DIAG_UNWRITTEN_READ, site,
+                     "read of a slot nobody wrote: %s reads input %u, slot %u (%s), but bytes "
+                     "[%u, %u) of it were never written by a handler or a transfer",
+                     at, n, s, where, b, e);
+    }
+    /* a slot nothing writes is an alias (a reshared local target): it
+       reads whatever its storage holds */
+    if (r->slot_produced[s] && hb_find_foreign(r, g, s, &b, &e, &owner))
+      return foreign(r, instr, n, s, g, b, e, owner);
   }
   return df_status_ok();
 }

@@ -53,14 +53,16 @@ static df_status check_pass(hb_run *r, uint32_t j, uint32_t n, uint32_t f) {
   return df_status_ok();
 }
 
-/* Copy the group's segments from staging into the destination slot. */
+/* Copy the group's segments from staging into the destination slot (a
+   signal-only receive copies nothing but the bytes now hold its slot). */
 static void copy_in(hb_run *r, uint32_t cta, uint32_t j, uint32_t n) {
   const df_packed *k = r->k;
   for (uint32_t g = 0; g < n; g++) {
     const df_abi_comm *m = &k->comms[j + g];
     uint32_t off, len = hb_comm_span(k, m, &off);
     uint32_t goff = k->slots[m->dst_slot_id].global_offset + off;
-    hb_copy(r, hb_slot_region(r, cta, m->dst_slot_id, off, len), hb_staging_region(goff, len));
+    hb_copy(r, hb_slot_region(r, cta, m->dst_slot_id, off, len), hb_staging_region(goff, len),
+            m->dst_slot_id, r->comm_instr[j + g]);
   }
 }
 
@@ -114,8 +116,7 @@ df_status hb_hbm_recv(hb_run *r, hb_cta *c, uint32_t j, hb_step_result *res) {
     return df_status_ok();
   }
   DF_TRY(check_pass(r, j, n, f));
-  if (!hb_comm_signal_only(k, m))
-    copy_in(r, c->id, j, n);
+  copy_in(r, c->id, j, n);
   if (uses_barrier(r, m))
     DF_TRY(bulk_phase(r, c, j, f));
   hb_cost_edge(r, c, r->flag_set_instr[f], false);
@@ -129,7 +130,7 @@ df_status hb_hbm_issue(hb_run *r, hb_cta *c, uint32_t j) {
   const df_abi_comm *last = &k->comms[j + n - 1];
   uint32_t f = hb_comm_flag(k, last), e = last->flag_epoch;
   if (hb_comm_signal_only(k, m))
-    return finish(r, c, j, n, HB_S); /* issue = no-op for direct-global */
+    return df_status_ok(); /* issue = no-op for direct-global; the wait signals */
   uint32_t b = hb_comm_barrier(k, m);
   hb_issue *is = &c->issues[b];
   if (is->issued || r->flags[f] < e)
@@ -169,7 +170,8 @@ df_status hb_hbm_send(hb_run *r, hb_cta *c, uint32_t j) {
     uint32_t off, len = hb_comm_span(k, s, &off);
     uint32_t goff = k->slots[m->dst_slot_id].global_offset + off;
     DF_TRY(hb_delivery_check(r, c->id, j + g, goff, len));
-    hb_copy(r, hb_staging_region(goff, len), hb_slot_region(r, c->id, m->src_slot_id, off, len));
+    hb_copy(r, hb_staging_region(goff, len), hb_slot_region(r, c->id, m->src_slot_id, off, len),
+            m->dst_slot_id, instr);
     DF_TRY(hb_delivery_add(r, c->id, j + g, r->comm_match[j + g], goff, len));
   }
   const df_abi_comm *last = &k->comms[j + n - 1];

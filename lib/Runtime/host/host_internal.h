@@ -1,5 +1,6 @@
 /* Internal state of the host backend: the run, its virtual CTAs, memory
-   regions with their shadow ("written") bytes, barrier models, and the
+   regions with their owner shadows (which slot's value each byte holds),
+   barrier models, and the
    helpers each concern file exports. */
 #ifndef DF_HOST_INTERNAL_H
 #define DF_HOST_INTERNAL_H
@@ -14,6 +15,7 @@
 #define HB_S DF_SENTINEL
 #define HB_GUARD_BYTES 64u  /* guard zone before and after every buffer */
 #define HB_GUARD_BYTE 0xDBu /* guard fill pattern */
+#define HB_PREV 0xFFFFFFFEu /* owner: bytes left by a previous launch */
 
 /* ---- memory regions ---------------------------------------------------- */
 
@@ -81,7 +83,7 @@ typedef struct hb_cta {
   uint8_t *arena;   /* slot arena */
   uint8_t *scratch; /* scratch arena (inside its own guarded block) */
   uint8_t *scratch_mem;
-  uint8_t *arena_shadow, *scratch_shadow;
+  uint32_t *arena_owner, *scratch_owner; /* slot whose value a byte holds, S = none */
   hb_barrier *bars;  /* barrier_count */
   hb_ack *acks;      /* cluster_ack_count */
   hb_issue *issues;  /* barrier_count */
@@ -118,7 +120,11 @@ typedef struct hb_run {
   bool bulk_hbm; /* segmented HBM plan: the bulk-copy path (REFERENCE 5.7) */
   uint32_t scratch_bytes;
   hb_cta *ctas;
-  uint8_t *staging_mem, *staging, *staging_shadow;
+  uint8_t *staging_mem, *staging;
+  uint32_t *staging_owner;
+  uint32_t *slot_writer;  /* (cta_count + 1) x slot_count: last writing instruction;
+                             row cta_count = global staging */
+  uint8_t *slot_produced; /* slot is an output or a comm destination somewhere */
   uint32_t *flags;
   uint8_t *flag_set; /* stored during this launch */
   uint32_t *flag_set_cta, *flag_set_instr;
@@ -192,13 +198,21 @@ hb_region hb_slot_region(const hb_run *r, uint32_t cta, uint32_t slot, uint32_t 
                          uint32_t len);
 hb_region hb_staging_region(uint32_t off, uint32_t len);
 uint8_t *hb_region_ptr(const hb_run *r, hb_region g);
-uint8_t *hb_region_shadow(const hb_run *r, hb_region g);
+uint32_t *hb_region_owner(const hb_run *r, hb_region g);
 bool hb_regions_overlap(hb_region a, hb_region b);
-/* Copy bytes and their shadow (no-op when both are the same bytes). */
-void hb_copy(hb_run *r, hb_region dst, hb_region src);
-void hb_mark_written(hb_run *r, hb_region g);
+/* Copy bytes (skipped when both are the same bytes); the destination
+   bytes now hold dst_slot's value (unwritten source bytes stay
+   unwritten), written by packed instruction `instr`. */
+void hb_copy(hb_run *r, hb_region dst, hb_region src, uint32_t dst_slot, uint32_t instr);
+/* A handler wrote `slot` over g. */
+void hb_mark_written(hb_run *r, hb_region g, uint32_t slot, uint32_t instr);
+/* Last instruction that wrote `slot` in g's memory (S if none). */
+uint32_t hb_slot_writer(const hb_run *r, hb_region g, uint32_t slot);
 /* First unwritten byte range of g: returns false when all are written. */
 bool hb_find_unwritten(const hb_run *r, hb_region g, uint32_t *begin, uint32_t *end);
+/* First byte range of g holding another slot's value (*owner). */
+bool hb_find_foreign(const hb_run *r, hb_region g, uint32_t slot, uint32_t *begin,
+                     uint32_t *end, uint32_t *owner);
 /* Bytes of a comm record's transfer: [*off, *off + return). */
 uint32_t hb_comm_span(const df_packed *k, const df_abi_comm *c, uint32_t *off);
 /* HBM comm whose ends are the same direct-global bytes (signal-only). */

@@ -69,11 +69,11 @@ uint8_t *hb_region_ptr(const hb_run *r, hb_region g) {
   return NULL;
 }
 
-uint8_t *hb_region_shadow(const hb_run *r, hb_region g) {
+uint32_t *hb_region_owner(const hb_run *r, hb_region g) {
   switch (g.space) {
-  case HB_SPACE_ARENA: return r->ctas[g.cta].arena_shadow + g.off;
-  case HB_SPACE_SCRATCH: return r->ctas[g.cta].scratch_shadow + g.off;
-  case HB_SPACE_STAGING: return r->staging_shadow + g.off;
+  case HB_SPACE_ARENA: return r->ctas[g.cta].arena_owner + g.off;
+  case HB_SPACE_SCRATCH: return r->ctas[g.cta].scratch_owner + g.off;
+  case HB_SPACE_STAGING: return r->staging_owner + g.off;
   }
   return NULL;
 }
@@ -86,33 +86,67 @@ bool hb_regions_overlap(hb_region a, hb_region b) {
   return a.off < b.off + b.len && b.off < a.off + a.len;
 }
 
-void hb_copy(hb_run *r, hb_region dst, hb_region src) {
-  uint32_t n = dst.len < src.len ? dst.len : src.len;
-  uint8_t *d = hb_region_ptr(r, dst), *s = hb_region_ptr(r, src);
-  if (d == s || n == 0)
-    return;
-  memmove(d, s, n);
-  memmove(hb_region_shadow(r, dst), hb_region_shadow(r, src), n);
+static uint32_t *writer_of(const hb_run *r, hb_region g, uint32_t slot) {
+  uint32_t row = g.space == HB_SPACE_STAGING ? r->cta_count : g.cta;
+  return &r->slot_writer[(size_t)row * r->k->slot_count + slot];
 }
 
-void hb_mark_written(hb_run *r, hb_region g) {
-  if (g.len)
-    memset(hb_region_shadow(r, g), 1, g.len);
+uint32_t hb_slot_writer(const hb_run *r, hb_region g, uint32_t slot) {
+  return *writer_of(r, g, slot);
+}
+
+void hb_copy(hb_run *r, hb_region dst, hb_region src, uint32_t dst_slot, uint32_t instr) {
+  uint32_t n = dst.len < src.len ? dst.len : src.len;
+  if (n == 0)
+    return;
+  uint8_t *d = hb_region_ptr(r, dst), *s = hb_region_ptr(r, src);
+  uint32_t *od = hb_region_owner(r, dst), *os = hb_region_owner(r, src);
+  if (d != s)
+    memmove(d, s, n);
+  /* bytes nobody wrote stay unwritten; the others now hold dst_slot */
+  if (od <= os)
+    for (uint32_t i = 0; i < n; i++)
+      od[i] = os[i] == HB_S ? HB_S : dst_slot;
+  else
+    for (uint32_t i = n; i-- > 0;)
+      od[i] = os[i] == HB_S ? HB_S : dst_slot;
+  *writer_of(r, dst, dst_slot) = instr;
+}
+
+void hb_mark_written(hb_run *r, hb_region g, uint32_t slot, uint32_t instr) {
+  uint32_t *o = hb_region_owner(r, g);
+  for (uint32_t i = 0; i < g.len; i++)
+    o[i] = slot;
+  *writer_of(r, g, slot) = instr;
+}
+
+/* First run [*begin, *end) of bytes of g whose owner satisfies `bad`. */
+static bool find_run(const uint32_t *o, uint32_t len, uint32_t slot, bool unwritten,
+                     uint32_t *begin, uint32_t *end, uint32_t *owner) {
+  uint32_t i = 0;
+#define HB_BAD(v) (unwritten ? (v) == HB_S : ((v) != HB_S && (v) != slot))
+  while (i < len && !HB_BAD(o[i]))
+    i++;
+  if (i == len)
+    return false;
+  uint32_t j = i;
+  while (j < len && HB_BAD(o[j]) && o[j] == o[i])
+    j++;
+#undef HB_BAD
+  *begin = i;
+  *end = j;
+  if (owner)
+    *owner = o[i];
+  return true;
 }
 
 bool hb_find_unwritten(const hb_run *r, hb_region g, uint32_t *begin, uint32_t *end) {
-  const uint8_t *sh = hb_region_shadow(r, g);
-  uint32_t i = 0;
-  while (i < g.len && sh[i])
-    i++;
-  if (i == g.len)
-    return false;
-  uint32_t j = i;
-  while (j < g.len && !sh[j])
-    j++;
-  *begin = i;
-  *end = j;
-  return true;
+  return find_run(hb_region_owner(r, g), g.len, HB_S, true, begin, end, NULL);
+}
+
+bool hb_find_foreign(const hb_run *r, hb_region g, uint32_t slot, uint32_t *begin,
+                     uint32_t *end, uint32_t *owner) {
+  return find_run(hb_region_owner(r, g), g.len, slot, false, begin, end, owner);
 }
 
 void hb_fill_guards(uint8_t *mem, size_t inner) {

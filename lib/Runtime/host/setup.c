@@ -56,13 +56,24 @@ df_status hb_setup_maps(hb_run *r) {
   ALLOC_ARRAY(r, r->comm_bytes, nc, "comm bytes");
   ALLOC_ARRAY(r, r->comm_match, nc, "comm matches");
   ALLOC_ARRAY(r, r->comm_done, nc, "comm state");
+  ALLOC_ARRAY(r, r->slot_produced, k->slot_count, "slot map");
   for (uint32_t s = 0; s < r->cta_count; s++)
     for (uint32_t p = 0; p < k->queue_lengths[s]; p++) {
       r->instr_cta[k->queue_offsets[s] + p] = s;
       r->instr_pos[k->queue_offsets[s] + p] = p;
     }
-  for (uint32_t j = 0; j < nc; j++)
+  for (uint32_t j = 0; j < nc; j++) {
     r->comm_match[j] = HB_S;
+    if (k->comms[j].kind != DF_COMM_CLUSTER_RELEASE && k->comms[j].dst_slot_id < k->slot_count)
+      r->slot_produced[k->comms[j].dst_slot_id] = 1;
+  }
+  for (uint32_t i = 0; i < ni; i++) {
+    if (k->instrs[i].opcode == DF_ABI_OP_EXIT)
+      continue;
+    uint32_t out = k->args[k->instrs[i].arg_offset / sizeof(df_abi_args)].output_slot;
+    if (out < k->slot_count)
+      r->slot_produced[out] = 1;
+  }
   return map_comms(r);
 }
 
@@ -94,12 +105,12 @@ static df_status setup_cta(hb_run *r, uint32_t s) {
   size_t shm = l->shared_memory_bytes;
   c->smem = df_alloc(&r->al, shm + 2 * HB_GUARD_BYTES);
   c->scratch_mem = df_alloc(&r->al, (size_t)r->scratch_bytes + 2 * HB_GUARD_BYTES);
-  c->arena_shadow = df_alloc(&r->al, l->shared_slot_bytes);
-  c->scratch_shadow = df_alloc(&r->al, r->scratch_bytes);
+  c->arena_owner = df_alloc(&r->al, sizeof(uint32_t) * l->shared_slot_bytes);
+  c->scratch_owner = df_alloc(&r->al, sizeof(uint32_t) * r->scratch_bytes);
   c->bars = df_alloc(&r->al, sizeof(hb_barrier) * (l->barrier_count + 1));
   c->issues = df_alloc(&r->al, sizeof(hb_issue) * (l->barrier_count + 1));
   c->acks = df_alloc(&r->al, sizeof(hb_ack) * (l->cluster_ack_count + 1));
-  if (!c->smem || !c->scratch_mem || !c->arena_shadow || !c->scratch_shadow || !c->bars ||
+  if (!c->smem || !c->scratch_mem || !c->arena_owner || !c->scratch_owner || !c->bars ||
       !c->issues || !c->acks)
     return hb_oom("a virtual CTA");
   /* the control region is never touched by the host: it stays guard
@@ -110,8 +121,8 @@ static df_status setup_cta(hb_run *r, uint32_t s) {
   hb_fill_guards(c->scratch_mem, r->scratch_bytes);
   c->scratch = c->scratch_mem + HB_GUARD_BYTES;
   memset(c->scratch, 0, r->scratch_bytes);
-  memset(c->arena_shadow, 0, l->shared_slot_bytes ? l->shared_slot_bytes : 1);
-  memset(c->scratch_shadow, 0, r->scratch_bytes ? r->scratch_bytes : 1);
+  memset(c->arena_owner, 0xFF, sizeof(uint32_t) * l->shared_slot_bytes);
+  memset(c->scratch_owner, 0xFF, sizeof(uint32_t) * r->scratch_bytes);
   memset(c->bars, 0, sizeof(hb_barrier) * (l->barrier_count + 1));
   memset(c->issues, 0, sizeof(hb_issue) * (l->barrier_count + 1));
   memset(c->acks, 0, sizeof(hb_ack) * (l->cluster_ack_count + 1));
@@ -128,17 +139,21 @@ df_status hb_setup_memory(hb_run *r) {
     DF_TRY(setup_cta(r, s));
   uint32_t stg = l->global_staging_bytes;
   r->staging_mem = df_alloc(&r->al, (size_t)stg + 2 * HB_GUARD_BYTES);
-  r->staging_shadow = df_alloc(&r->al, stg);
-  if (!r->staging_mem || !r->staging_shadow)
+  r->staging_owner = df_alloc(&r->al, sizeof(uint32_t) * stg);
+  size_t writers = (size_t)(r->cta_count + 1) * r->k->slot_count;
+  r->slot_writer = df_alloc(&r->al, sizeof(uint32_t) * writers);
+  if (!r->staging_mem || !r->staging_owner || !r->slot_writer)
     return hb_oom("global staging");
+  memset(r->slot_writer, 0xFF, sizeof(uint32_t) * writers);
   hb_fill_guards(r->staging_mem, stg);
   r->staging = r->staging_mem + HB_GUARD_BYTES;
   if (r->o.initial_staging) {
     memcpy(r->staging, r->o.initial_staging, stg);
-    memset(r->staging_shadow, 1, stg ? stg : 1);
+    for (uint32_t i = 0; i < stg; i++)
+      r->staging_owner[i] = HB_PREV;
   } else {
     memset(r->staging, 0, stg);
-    memset(r->staging_shadow, 0, stg ? stg : 1);
+    memset(r->staging_owner, 0xFF, sizeof(uint32_t) * stg);
   }
   uint32_t nf = l->flag_count;
   ALLOC_ARRAY(r, r->flags, nf, "flags");
@@ -160,15 +175,17 @@ void hb_teardown(hb_run *r) {
       hb_cta *c = &r->ctas[s];
       df_free(al, c->smem);
       df_free(al, c->scratch_mem);
-      df_free(al, c->arena_shadow);
-      df_free(al, c->scratch_shadow);
+      df_free(al, c->arena_owner);
+      df_free(al, c->scratch_owner);
       df_free(al, c->bars);
       df_free(al, c->issues);
       df_free(al, c->acks);
     }
   df_free(al, r->ctas);
   df_free(al, r->staging_mem);
-  df_free(al, r->staging_shadow);
+  df_free(al, r->staging_owner);
+  df_free(al, r->slot_writer);
+  df_free(al, r->slot_produced);
   df_free(al, r->flags);
   df_free(al, r->flag_set);
   df_free(al, r->flag_set_cta);

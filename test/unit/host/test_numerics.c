@@ -101,13 +101,16 @@ static void all_at_once_long(void **state) {
 }
 
 /* Skewed random lengths on 8 SMs, clusters of 2 and 4, every policy and
-   strategy. */
+   strategy. Streaming plans whose CTAs serve several tasks can be unsafe
+   (streaming_layout_race, streaming_tree_slot_alias): such a run must
+   stop with an overwrite diagnosis, never finish with wrong numbers. */
 static void random_skewed(void **state) {
   (void)state;
   df_program *assoc = ht_associative_attention_program();
   df_program *nary = seed_attention_program();
   uint64_t seed = 0x5eed;
-  for (int round = 0; round < 6; round++) {
+  uint32_t passed = 0, diagnosed = 0;
+  for (int round = 0; round < 8; round++) {
     uint32_t tasks = ht_rand(&seed, 1, 6), kv[6];
     for (uint32_t t = 0; t < tasks; t++)
       kv[t] = ht_rand(&seed, 0, 3) == 0 ? ht_rand(&seed, 1000, 6000) : ht_rand(&seed, 1, 700);
@@ -122,11 +125,112 @@ static void random_skewed(void **state) {
     for (int c = 0; c < 4; c++) {
       const df_program *prog = combos[c].s == DF_REDUCE_STREAMING_TREE ? assoc : nary;
       df_plan *p = ht_schedule(prog, 8, cs, kv, tasks, 64, combos[c].p, combos[c].s, c % 2 == 0);
-      run_plan(p, NULL, kv, tasks, 64);
+      df_packed *k = ht_pack(p, NULL);
+      for (int v = 0; v < 3; v++) {
+        df_host_options o = df_host_options_default();
+        o.reverse = v == 1;
+        o.quantum = v == 2 ? 1 : 0;
+        float *rows;
+        df_host_result res;
+        df_status st = ht_run_attention(k, tasks, 64, &o, &rows, &res);
+        if (st.code == DF_OK) {
+          ht_check_attention(rows, kv, tasks);
+          passed++;
+        } else {
+          bool streams = combos[c].s != DF_REDUCE_ALL_AT_ONCE;
+          if (!streams || res.diag.kind != DF_HOST_DIAG_OVERWRITE)
+            fprintf(stderr, "round %d combo %d variant %d: %s\n", round, c, v, st.message);
+          assert_true(streams);
+          assert_int_equal(res.diag.kind, DF_HOST_DIAG_OVERWRITE);
+          diagnosed++;
+        }
+        df_host_result_free(&res);
+        free(rows);
+      }
+      df_packed_destroy(k);
+      df_plan_destroy(p);
     }
+  }
+  assert_true(passed > diagnosed);
+  /* tasks <= clusters: every CTA serves one task and every plan is safe */
+  for (int round = 0; round < 6; round++) {
+    uint32_t cs = round % 2 ? 4 : 2, tasks = ht_rand(&seed, 1, 8 / cs), kv[4];
+    for (uint32_t t = 0; t < tasks; t++)
+      kv[t] = ht_rand(&seed, 1, 2) == 1 ? ht_rand(&seed, 2000, 9000) : ht_rand(&seed, 1, 300);
+    run_plan(ht_schedule(nary, 8, cs, kv, tasks, 64, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING,
+                         true),
+             NULL, kv, tasks, 64);
+    run_plan(ht_schedule(assoc, 8, cs, kv, tasks, 64, DF_POLICY_CLUSTER_LOCAL,
+                         DF_REDUCE_STREAMING_TREE, false),
+             NULL, kv, tasks, 64);
   }
   df_program_destroy(assoc);
   df_program_destroy(nary);
+}
+
+/* The streaming layout keeps one accumulator region per CTA. Here CTA 6
+   sends task 4's accumulator into CTA 7's accumulator region while CTA 7
+   still has to run an earlier group's REDUCE_UPDATE over it: in the
+   default order the transfer lands first (on the device: whenever CTA 6
+   is faster), which the backend reports; reversed, CTA 7 gets there first
+   and the numbers are right. */
+static void streaming_layout_race(void **state) {
+  (void)state;
+  static const uint32_t kv[5] = {581, 549, 99, 579, 488};
+  df_plan *p = seed_schedule_attention(8, 2, kv, 5, 64, DF_POLICY_CLUSTER_LOCAL,
+                                       DF_REDUCE_STREAMING, true);
+  df_packed *k = ht_pack(p, NULL);
+  float *rows;
+  df_host_result res;
+  df_status st = ht_run_attention(k, 5, 64, NULL, &rows, &res);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_int_equal(res.diag.kind, DF_HOST_DIAG_OVERWRITE);
+  assert_int_equal(res.diag.cta, 6);
+  assert_non_null(strstr(res.diag.report, "writes slot 15 of CTA 7"));
+  assert_non_null(strstr(res.diag.report, "writes its output slot 9 over those bytes"));
+  df_host_result_free(&res);
+  free(rows);
+  df_host_options o = df_host_options_default();
+  o.reverse = true;
+  assert_int_equal(ht_run_attention(k, 5, 64, &o, &rows, &res).code, DF_OK);
+  ht_check_attention(rows, kv, 5);
+  df_host_result_free(&res);
+  free(rows);
+  df_packed_destroy(k);
+  df_plan_destroy(p);
+}
+
+/* The slot layout keys regions by shared storage id or, without one, by
+   slot id, in one namespace: in this streaming_tree plan slot 1 (a leaf
+   accumulator without storage id) gets the region of storage 1 (the
+   partials), so CTA 5's next partial (slot 25) overwrites slot 1 before
+   the tree node reads it. */
+static void streaming_tree_slot_alias(void **state) {
+  (void)state;
+  static const uint32_t kv[5] = {580, 320, 494, 4990, 689};
+  df_program *prog = ht_associative_attention_program();
+  df_plan *p = ht_schedule(prog, 8, 4, kv, 5, 64, DF_POLICY_CLUSTER_LOCAL,
+                           DF_REDUCE_STREAMING_TREE, false);
+  df_packed *k = ht_pack(p, NULL);
+  assert_int_equal(k->slots[1].shared_offset, k->slots[25].shared_offset);
+  for (int v = 0; v < 2; v++) {
+    df_host_options o = df_host_options_default();
+    o.reverse = v == 1;
+    float *rows;
+    df_host_result res;
+    df_status st = ht_run_attention(k, 5, 64, &o, &rows, &res);
+    assert_int_equal(st.code, DF_EINVAL);
+    assert_int_equal(res.diag.kind, DF_HOST_DIAG_OVERWRITE);
+    assert_int_equal(res.diag.cta, 5);
+    assert_int_equal(res.diag.slot, 1);
+    assert_int_equal(res.diag.input, 0);
+    assert_non_null(strstr(res.diag.report, "now hold slot 25, written by CTA 5 queue position 2"));
+    df_host_result_free(&res);
+    free(rows);
+  }
+  df_packed_destroy(k);
+  df_plan_destroy(p);
+  df_program_destroy(prog);
 }
 
 /* ---- hand-edited plans through df_pack ------------------------------------ */
@@ -285,6 +389,8 @@ int main(void) {
       cmocka_unit_test(streaming_tree),
       cmocka_unit_test(all_at_once_long),
       cmocka_unit_test(random_skewed),
+      cmocka_unit_test(streaming_layout_race),
+      cmocka_unit_test(streaming_tree_slot_alias),
       cmocka_unit_test(segmented_hbm),
       cmocka_unit_test(reuse_hbm_flags),
       cmocka_unit_test(selective_direct_global),

@@ -307,6 +307,8 @@ static CUresult f_free(CUdeviceptr p) {
   for (int i = 0; i < fake.block_count; i++)
     if (fake.blocks[i].live && (CUdeviceptr)(uintptr_t)fake.blocks[i].host == p) {
       fake.blocks[i].live = false;
+      free(fake.blocks[i].host);
+      fake.blocks[i].host = NULL;
       return CUDA_SUCCESS;
     }
   return CUDA_ERROR_INVALID_VALUE;

@@ -2,8 +2,8 @@
    points libdfrt resolves (the _v2 names where the driver has them) and
    forwards them to the fake driver. The unversioned cuMemAlloc/cuMemFree
    fail, so a run that works proves the loader prefers the _v2 symbols.
-   FAKE_CUDA_SM_COUNT, FAKE_CUDA_NO_DEVICE and FAKE_CUDA_LAUNCH_FAIL adjust
-   the fake. */
+   FAKE_CUDA_SM_COUNT, FAKE_CUDA_NO_DEVICE, FAKE_CUDA_JIT_FAIL and
+   FAKE_CUDA_LAUNCH_FAIL adjust the fake. */
 #include <stdlib.h>
 
 #include "fake_driver.h"
@@ -19,6 +19,10 @@ static const df_cuda_driver *t(void) {
       fake.sm_count = atoi(sm);
     if (getenv("FAKE_CUDA_NO_DEVICE"))
       fake.device_count = 0;
+    if (getenv("FAKE_CUDA_JIT_FAIL")) {
+      fake.module_load_result = CUDA_ERROR_INVALID_PTX;
+      fake.jit_error_log = "ptxas fatal   : Unresolved extern function 'df_handler_0'";
+    }
     if (getenv("FAKE_CUDA_LAUNCH_FAIL")) {
       fake.fail_name = "cuLaunchKernelEx";
       fake.fail_result = CUDA_ERROR_LAUNCH_FAILED;

@@ -310,7 +310,8 @@ static void memory_helpers(void **state) {
   assert_string_equal(back, "0123456789abcdef");
   fx_ok(df_rt_memcpy_htod(f.dev, NULL, p, NULL, 0));
   fx_ok(df_rt_memcpy_dtoh(f.dev, NULL, NULL, p, 0));
-  fx_fails(df_rt_memcpy_htod(f.dev, NULL, p, "x", 32), DF_EINVAL,
+  char wide[32] = {0};
+  fx_fails(df_rt_memcpy_htod(f.dev, NULL, p, wide, sizeof wide), DF_EINVAL,
            "memory: cuMemcpyHtoDAsync failed: CUDA_ERROR_INVALID_VALUE");
   fx_fails(df_rt_memcpy_dtoh(f.dev, NULL, back, p + 8, 16), DF_EINVAL, "cuMemcpyDtoHAsync");
   fx_fails(df_rt_memcpy_htod(NULL, NULL, p, "x", 1), DF_EINVAL, "NULL argument");

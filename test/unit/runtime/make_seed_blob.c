@@ -1,0 +1,42 @@
+/* Writes the seed plan (make_plan(), with its program) as a plan blob for
+   df-run's end-to-end test: make_seed_blob OUT.dfplan [bare], where
+   `bare` leaves the program out. */
+#include <stdio.h>
+#include <string.h>
+
+#include "df/blob.h"
+#include "seed_plans.h"
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: make_seed_blob OUT.dfplan [bare]\n");
+    return 2;
+  }
+  df_plan *plan = seed_make_plan();
+  df_pack_options po;
+  memset(&po, 0, sizeof po);
+  df_packed *k;
+  df_status s = df_pack(plan, &po, NULL, &k);
+  df_plan_destroy(plan);
+  if (s.code != DF_OK) {
+    fprintf(stderr, "%s\n", s.message);
+    return 1;
+  }
+  df_program *prog = argc > 2 && strcmp(argv[2], "bare") == 0 ? NULL : seed_attention_program();
+  uint8_t *bytes;
+  size_t len;
+  s = df_blob_write(k, prog, NULL, &bytes, &len);
+  df_program_destroy(prog);
+  df_packed_destroy(k);
+  if (s.code != DF_OK) {
+    fprintf(stderr, "%s\n", s.message);
+    return 1;
+  }
+  FILE *f = fopen(argv[1], "wb");
+  int rc = !f || fwrite(bytes, 1, len, f) != len;
+  if (f)
+    rc |= fclose(f) != 0;
+  df_allocator a = df_allocator_default();
+  df_free(&a, bytes);
+  return rc;
+}

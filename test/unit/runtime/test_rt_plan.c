@@ -1,0 +1,303 @@
+/* Plans: from blobs (with their program), files and programs; re-planned
+   in process for new range lengths and switched into an executable
+   without reloading the module, with handler ids mapped onto the module
+   plan's table; and every way that fails. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "df/blob.h"
+#include "rt_fixture.h"
+#include "seed_plans.h"
+
+/* The seed plan as a blob that embeds its program. */
+static uint8_t *seed_blob(size_t *len) {
+  df_plan *plan = seed_make_plan();
+  df_pack_options po;
+  memset(&po, 0, sizeof po);
+  df_packed *k;
+  fx_ok(df_pack(plan, &po, NULL, &k));
+  df_program *prog = seed_attention_program();
+  uint8_t *bytes;
+  fx_ok(df_blob_write(k, prog, NULL, &bytes, len));
+  df_program_destroy(prog);
+  df_packed_destroy(k);
+  df_plan_destroy(plan);
+  return bytes;
+}
+
+static df_schedule_options lengths(const uint32_t *kv, uint32_t n, uint32_t block) {
+  df_schedule_options o = df_schedule_options_default();
+  o.block_size = block;
+  o.range_count = 1;
+  o.ranges[0].axis = "kv";
+  o.ranges[0].count = n;
+  o.ranges[0].lengths = kv;
+  o.extent_count = 1;
+  o.extents[0] = n;
+  return o;
+}
+
+static void from_blob_and_file(void **state) {
+  (void)state;
+  fake_reset();
+  rt_fixture f;
+  fx_open(&f);
+  size_t len;
+  uint8_t *bytes = seed_blob(&len);
+  df_rt_plan *p;
+  fx_ok(df_rt_plan_from_blob(f.rt, bytes, len, &p));
+  const df_packed *k = df_rt_plan_packed(p);
+  assert_int_equal(k->instr_count, 13);
+  assert_int_equal(k->topology.sm_count, 4);
+  assert_non_null(df_rt_plan_program(p));
+  assert_string_equal(df_rt_plan_program(p)->name, "attention");
+  assert_int_equal(df_rt_plan_block_size(p), 0);
+  df_rt_plan_destroy(p);
+  char path[] = "/tmp/dfrt_plan_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *out = fdopen(fd, "wb");
+  fwrite(bytes, 1, len, out);
+  fclose(out);
+  fx_ok(df_rt_plan_from_file(f.rt, path, &p));
+  assert_int_equal(df_rt_plan_packed(p)->comm_count, 6);
+  df_rt_plan_destroy(p);
+  /* Bad blobs: the reader's message. */
+  bytes[0] = 'X';
+  fx_fails(df_rt_plan_from_blob(f.rt, bytes, len, &p), DF_EFORMAT, "plan blob");
+  assert_null(p);
+  out = fopen(path, "wb");
+  fwrite(bytes, 1, 20, out);
+  fclose(out);
+  fx_fails(df_rt_plan_from_file(f.rt, path, &p), DF_EFORMAT, "plan blob");
+  remove(path);
+  fx_fails(df_rt_plan_from_file(f.rt, "/nonexistent/plan.dfplan", &p), DF_EIO,
+           "plan: cannot open '/nonexistent/plan.dfplan'");
+  fx_fails(df_rt_plan_from_blob(NULL, bytes, len, &p), DF_EINVAL, "NULL argument");
+  fx_fails(df_rt_plan_from_file(f.rt, NULL, &p), DF_EINVAL, "plan: NULL path");
+  free(bytes);
+  assert_null(df_rt_plan_packed(NULL));
+  assert_null(df_rt_plan_program(NULL));
+  assert_int_equal(df_rt_plan_block_size(NULL), 0);
+  df_rt_plan_destroy(NULL);
+  fx_close(&f);
+}
+
+static void from_packed_checks(void **state) {
+  (void)state;
+  fake_reset();
+  rt_fixture f;
+  fx_open(&f);
+  df_pack_options po;
+  memset(&po, 0, sizeof po);
+  df_plan *plan = seed_make_plan();
+  df_packed *k;
+  df_rt_plan *p;
+  fx_ok(df_pack(plan, &po, NULL, &k));
+  k->abi_version = 6;
+  fx_fails(df_rt_plan_from_packed(f.rt, k, NULL, 0, &p), DF_EINVAL,
+           "plan: ABI version 6 (launch package 7) is not the runtime's 7");
+  fx_ok(df_pack(plan, &po, NULL, &k));
+  k->launch.cluster_size = 4;
+  fx_fails(df_rt_plan_from_packed(f.rt, k, NULL, 0, &p), DF_EINVAL,
+           "launch package topology 4/4 differs from the plan's 4/2");
+  fx_ok(df_pack(plan, &po, NULL, &k));
+  k->launch.slot_count = 1;
+  fx_fails(df_rt_plan_from_packed(f.rt, k, NULL, 0, &p), DF_EINVAL,
+           "launch package counts (13 instructions, 1 slots");
+  fx_ok(df_pack(plan, &po, NULL, &k));
+  k->topology.sm_count = 0;
+  fx_fails(df_rt_plan_from_packed(f.rt, k, NULL, 0, &p), DF_EINVAL, "is empty");
+  fx_ok(df_pack(plan, &po, NULL, &k));
+  df_free(&k->alloc, k->launch.barrier_init_offsets);
+  k->launch.barrier_init_offsets = NULL;
+  fx_fails(df_rt_plan_from_packed(f.rt, k, NULL, 0, &p), DF_EINVAL, "no barrier-init lists");
+  /* NULL arguments: ownership is still taken. */
+  fx_ok(df_pack(plan, &po, NULL, &k));
+  fx_fails(df_rt_plan_from_packed(NULL, k, seed_attention_program(), 0, &p), DF_EINVAL,
+           "NULL argument");
+  df_plan_destroy(plan);
+  /* From a program, in process. */
+  df_program *prog = seed_attention_program();
+  const uint32_t kv[2] = {384, 256};
+  df_schedule_options so = lengths(kv, 2, 128);
+  so.topology.sm_count = 4;
+  so.topology.cluster_size = 2;
+  fx_ok(df_rt_plan_from_program(f.rt, prog, &so, NULL, &p));
+  assert_int_equal(df_rt_plan_block_size(p), 128);
+  assert_int_equal(df_rt_plan_packed(p)->instr_count, 13);
+  assert_non_null(df_rt_plan_program(p));
+  df_rt_plan_destroy(p);
+  so.block_size = 0;
+  fx_fails(df_rt_plan_from_program(f.rt, prog, &so, NULL, &p), DF_EINVAL, "block_size");
+  fx_fails(df_rt_plan_from_program(f.rt, NULL, &so, NULL, &p), DF_EINVAL, "NULL argument");
+  df_program_destroy(prog);
+  fx_close(&f);
+}
+
+/* Re-plan the blob's program for new lengths and switch the executable to
+   it: the module is loaded once. */
+static void replans_with_the_same_module(void **state) {
+  (void)state;
+  fake_reset();
+  rt_fixture f;
+  fx_open(&f);
+  size_t len;
+  uint8_t *bytes = seed_blob(&len);
+  df_rt_plan *base;
+  fx_ok(df_rt_plan_from_blob(f.rt, bytes, len, &base));
+  free(bytes);
+  df_rt_executable_options o;
+  memset(&o, 0, sizeof o);
+  o.block_size = 128;
+  df_rt_executable *e;
+  fx_ok(df_rt_executable_create(f.mod, base, &o, &e));
+  fx_ok(df_rt_executable_launch(e, NULL));
+  assert_int_equal(fake.last_u32[4], 128);
+
+  /* Same variants (3 blocks -> generic, 2 -> binary): ids unchanged. */
+  const uint32_t kv1[2] = {300, 200};
+  df_schedule_options so = lengths(kv1, 2, 128);
+  df_rt_plan *p1;
+  fx_ok(df_rt_plan_replan(base, &so, NULL, &p1));
+  assert_int_equal(df_rt_plan_block_size(p1), 128);
+  assert_int_equal(df_rt_plan_packed(p1)->topology.sm_count, 4);
+  fx_ok(df_rt_executable_set_plan(e, p1, NULL));
+  fx_ok(df_rt_executable_launch(e, NULL));
+  const df_packed *k1 = df_rt_plan_packed(p1);
+  const df_abi_args *args = fake_host(fake.last_ptrs[8]);
+  assert_memory_equal(args, k1->args, sizeof(df_abi_args) * k1->arg_count);
+  assert_int_equal(args[0].range_end, 128);
+  assert_int_equal(fake_count("cuModuleLoadDataEx"), 1);
+
+  /* Variants in another order (task 0 binary, task 1 generic): the
+     plan's ids are mapped onto the module plan's. */
+  const uint32_t kv2[2] = {256, 384};
+  so = lengths(kv2, 2, 128);
+  df_rt_plan *p2;
+  fx_ok(df_rt_plan_replan(base, &so, NULL, &p2));
+  const df_packed *k2 = df_rt_plan_packed(p2);
+  assert_int_equal(k2->handlers[1].variant.arity, DF_ARITY_BINARY);
+  fx_ok(df_rt_executable_set_plan(e, p2, NULL));
+  fx_ok(df_rt_executable_launch(e, NULL));
+  const df_abi_instr *in = fake_host(fake.last_ptrs[0]);
+  const df_packed *kb = df_rt_plan_packed(base);
+  for (uint32_t i = 0; i < k2->instr_count; i++) {
+    uint32_t h = k2->instrs[i].handler_id;
+    if (h == DF_SENTINEL) {
+      assert_int_equal(in[i].handler_id, DF_SENTINEL);
+      continue;
+    }
+    const df_handler *want = &k2->handlers[h], *got = &kb->handlers[in[i].handler_id];
+    assert_true(df_variant_equal(&want->variant, &got->variant));
+  }
+  /* The binary reduce is handler 1 in the new plan, 3 in the module's. */
+  bool remapped = false;
+  for (uint32_t i = 0; i < k2->instr_count; i++)
+    if (k2->instrs[i].handler_id == 1) {
+      assert_int_equal(in[i].handler_id, 3);
+      remapped = true;
+    }
+  assert_true(remapped);
+  assert_int_equal(fake_count("cuModuleLoadDataEx"), 1);
+
+  /* A variant the module's plan lacks (one block: passthrough reduce). */
+  const uint32_t kv3[2] = {512, 128};
+  so = lengths(kv3, 2, 128);
+  df_rt_plan *p3;
+  fx_ok(df_rt_plan_replan(base, &so, NULL, &p3));
+  fake_clear_calls();
+  fx_fails(df_rt_executable_set_plan(e, p3, NULL), DF_EINVAL,
+           "executable: plan handler 3, combine (1,reduce) arity passthrough, is not among the "
+           "4 handlers of the module's plan");
+  assert_int_equal(fake_count("cuMemcpyHtoDAsync"), 0); /* nothing uploaded */
+  fx_ok(df_rt_executable_launch(e, NULL));              /* the previous plan still runs */
+  assert_int_equal(fake.last_cfg.gridDimX, 4);
+
+  /* More SMs: the grid follows, staging and flags grow. */
+  so = lengths(kv1, 2, 128);
+  so.topology.sm_count = 8;
+  so.topology.cluster_size = 2;
+  df_rt_plan *p4;
+  fx_ok(df_rt_plan_replan(base, &so, NULL, &p4));
+  fx_ok(df_rt_executable_set_plan(e, p4, NULL));
+  fx_ok(df_rt_executable_launch(e, NULL));
+  assert_int_equal(fake.last_cfg.gridDimX, 8);
+  assert_int_equal(fake.last_attrs[0].value.clusterDim.x, 2);
+  const uint32_t *q = fake_host(fake.last_ptrs[2]);
+  assert_memory_equal(q, df_rt_plan_packed(p4)->queue_lengths, 8 * 4);
+
+  /* A plan failing a pre-check leaves the executable as it was. */
+  so.topology.sm_count = 6;
+  so.topology.cluster_size = 4;
+  df_rt_plan *p5;
+  fx_ok(df_rt_plan_replan(base, &so, NULL, &p5));
+  fx_fails(df_rt_executable_set_plan(e, p5, NULL), DF_EINVAL, "not a multiple of cluster_size");
+  fx_ok(df_rt_executable_launch(e, NULL));
+  assert_int_equal(fake.last_cfg.gridDimX, 8);
+  fx_fails(df_rt_executable_set_plan(e, NULL, NULL), DF_EINVAL, "NULL argument");
+
+  /* Re-planning errors. */
+  df_rt_plan *bad;
+  so = lengths(kv1, 2, 0);
+  fx_fails(df_rt_plan_replan(base, &so, NULL, &bad), DF_EINVAL, "plan: re-planning: ");
+  fx_fails(df_rt_plan_replan(base, NULL, NULL, &bad), DF_EINVAL, "NULL argument");
+  df_rt_plan *no_program = fx_seed_plan(f.rt);
+  so = lengths(kv1, 2, 128);
+  fx_fails(df_rt_plan_replan(no_program, &so, NULL, &bad), DF_EINVAL,
+           "plan: cannot re-plan: the plan carries no program");
+  df_rt_plan_destroy(no_program);
+
+  df_rt_executable_destroy(e);
+  df_rt_plan_destroy(p1);
+  df_rt_plan_destroy(p2);
+  df_rt_plan_destroy(p3);
+  df_rt_plan_destroy(p4);
+  df_rt_plan_destroy(p5);
+  df_rt_plan_destroy(base);
+  fx_close(&f);
+}
+
+/* Shrinking plans reuse the device buffers. */
+static void set_plan_reuses_buffers(void **state) {
+  (void)state;
+  fake_reset();
+  rt_fixture f;
+  fx_open(&f);
+  df_rt_plan *big = fx_seed_plan(f.rt);
+  df_rt_plan *small = fx_cluster_plan(f.rt);
+  df_rt_executable *e;
+  fx_ok(df_rt_executable_create(f.mod, big, NULL, &e));
+  fake_clear_calls();
+  fx_ok(df_rt_executable_set_plan(e, small, NULL));
+  assert_int_equal(fake_count("cuMemAlloc"), 0);
+  assert_int_equal(fake_count("cuMemcpyHtoDAsync"), 1);
+  df_rt_launch_info info;
+  fx_ok(df_rt_executable_launch_info(e, &info));
+  assert_false(info.needs_flag_reset);
+  fx_ok(df_rt_executable_set_plan(e, big, NULL));
+  assert_int_equal(fake_count("cuMemAlloc"), 0);
+  fx_ok(df_rt_executable_launch_info(e, &info));
+  assert_true(info.needs_flag_reset);
+  fx_fails(df_rt_executable_launch_info(NULL, &info), DF_EINVAL, "NULL argument");
+  df_rt_executable_destroy(e);
+  df_rt_plan_destroy(big);
+  df_rt_plan_destroy(small);
+  fx_close(&f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(from_blob_and_file),
+      cmocka_unit_test(from_packed_checks),
+      cmocka_unit_test(replans_with_the_same_module),
+      cmocka_unit_test(set_plan_reuses_buffers),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,223 @@
+#include "options.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void run_usage(FILE *out) {
+  fputs(
+      "usage: df-run --kernel KERNEL.ptx|.cubin --plan PLAN.dfplan [options]\n"
+      "Load a df persistent kernel and its plan blob, bind tensors, launch N times,\n"
+      "check outputs against reference files and print timings.\n"
+      "\n"
+      "  --kernel PATH            PTX, cubin or fatbin image\n"
+      "  --plan PATH              plan blob (df-translate --df-to-plan)\n"
+      "  --kernel-name NAME       entry point (default df_persistent_kernel)\n"
+      "  --device N               CUDA device ordinal (default 0)\n"
+      "  --tensor NAME=SPEC       bind a tensor argument (program name or index):\n"
+      "                             file:PATH:DTYPE:SHAPE     raw little-endian contents\n"
+      "                             random:DTYPE:SHAPE[:SEED] seeded values (floats in [-1,1))\n"
+      "                             zeros:DTYPE:SHAPE\n"
+      "                           SHAPE is dims joined by 'x' (4x16) or 'scalar'\n"
+      "  --check NAME=REF[:RTOL[:ATOL]]  compare the tensor after the runs with a raw file\n"
+      "                           (|out-ref| <= atol + rtol*|ref|; defaults 1e-3, 1e-5)\n"
+      "  --save NAME=PATH         write the tensor after the runs\n"
+      "  --iters N                timed launches (default 1)\n"
+      "  --warmup N               untimed launches first (default 0)\n"
+      "  --block-dim X[,Y,Z]      CTA shape (default 128,1,1)\n"
+      "  --block-size N           plan range block size passed to the kernel (blobs do not\n"
+      "                           record it; default 1); required with --replan\n"
+      "  --replan AXIS=L1,L2,...  re-plan the blob's program for new range lengths\n"
+      "  --policy round_robin|cluster_local, --strategy all_at_once|streaming|streaming_tree\n"
+      "                           scheduler options of --replan\n"
+      "  --seed N                 seed of random tensors without their own (default 1)\n"
+      "  --staging-out PATH       copy global staging back after each launch, write the last\n"
+      "  --driver LIB             CUDA driver library (default libcuda.so.1)\n"
+      "  -h, --help               this text\n",
+      out);
+}
+
+static df_status parse_u32(const char *opt, const char *text, uint32_t min, uint32_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (end == text || *end || errno || v > 0xffffffffull || v < min || text[0] == '-')
+    return df_status_errorf(DF_EINVAL, "%s: '%s' is not an integer >= %u", opt, text, min);
+  *out = (uint32_t)v;
+  return df_status_ok();
+}
+
+static df_status parse_double(const char *opt, const char *text, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || *end || errno || !(v >= 0))
+    return df_status_errorf(DF_EINVAL, "%s: '%s' is not a non-negative number", opt, text);
+  *out = v;
+  return df_status_ok();
+}
+
+/* NAME=VALUE; the value stays in argv. */
+static df_status split_binding(const char *opt, char *arg, run_binding *b) {
+  char *eq = strchr(arg, '=');
+  if (!eq || eq == arg || !eq[1])
+    return df_status_errorf(DF_EINVAL, "%s: expected NAME=VALUE, got '%s'", opt, arg);
+  *eq = '\0';
+  b->name = arg;
+  b->spec = eq + 1;
+  return df_status_ok();
+}
+
+static df_status add_binding(const char *opt, char *arg, run_binding *list, uint32_t *count) {
+  if (*count == RUN_MAX_TENSORS)
+    return df_status_errorf(DF_EINVAL, "%s: more than %d given", opt, RUN_MAX_TENSORS);
+  run_binding *b = &list[*count];
+  memset(b, 0, sizeof *b);
+  DF_TRY(split_binding(opt, arg, b));
+  for (uint32_t i = 0; i < *count; i++)
+    if (strcmp(list[i].name, b->name) == 0)
+      return df_status_errorf(DF_EINVAL, "%s: tensor '%s' is given twice", opt, b->name);
+  (*count)++;
+  return df_status_ok();
+}
+
+/* --check NAME=REF[:RTOL[:ATOL]] */
+static df_status parse_check(run_binding *b) {
+  b->rtol = 1e-3;
+  b->atol = 1e-5;
+  char *spec = (char *)b->spec;
+  char *c1 = strrchr(spec, ':');
+  if (!c1)
+    return df_status_ok();
+  /* Tolerances are numbers; a path may itself contain ':' only when both
+     tolerances are given. */
+  char *c0 = NULL;
+  for (char *p = spec; p < c1; p++)
+    if (*p == ':')
+      c0 = p;
+  if (c0) {
+    *c1 = '\0';
+    *c0 = '\0';
+    DF_TRY(parse_double("--check rtol", c0 + 1, &b->rtol));
+    DF_TRY(parse_double("--check atol", c1 + 1, &b->atol));
+  } else {
+    *c1 = '\0';
+    DF_TRY(parse_double("--check rtol", c1 + 1, &b->rtol));
+  }
+  if (!spec[0])
+    return df_status_errorf(DF_EINVAL, "--check %s: empty reference path", b->name);
+  return df_status_ok();
+}
+
+static df_status parse_lengths(char *arg, run_options *o) {
+  run_binding b;
+  DF_TRY(split_binding("--replan", arg, &b));
+  o->replan_axis = b.name;
+  o->replan_count = 0;
+  char *p = (char *)b.spec;
+  while (*p) {
+    if (o->replan_count == RUN_MAX_LENGTHS)
+      return df_status_errorf(DF_EINVAL, "--replan: more than %d lengths", RUN_MAX_LENGTHS);
+    char *comma = strchr(p, ',');
+    if (comma)
+      *comma = '\0';
+    DF_TRY(parse_u32("--replan length", p, 1, &o->replan_lengths[o->replan_count++]));
+    if (!comma)
+      break;
+    p = comma + 1;
+    if (!*p)
+      return df_status_errorf(DF_EINVAL, "--replan: trailing ','");
+  }
+  return df_status_ok();
+}
+
+static df_status parse_block_dim(const char *text, run_options *o) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", text);
+  char *parts[3] = {buf, NULL, NULL};
+  int n = 1;
+  for (char *p = buf; *p; p++)
+    if (*p == ',') {
+      if (n == 3)
+        return df_status_errorf(DF_EINVAL, "--block-dim: '%s' has more than 3 values", text);
+      *p = '\0';
+      parts[n++] = p + 1;
+    }
+  o->block_dim[1] = o->block_dim[2] = 1;
+  for (int i = 0; i < n; i++)
+    DF_TRY(parse_u32("--block-dim", parts[i], 1, &o->block_dim[i]));
+  if (n == 2)
+    return df_status_errorf(DF_EINVAL, "--block-dim: give X or X,Y,Z, got '%s'", text);
+  return df_status_ok();
+}
+
+df_status run_options_parse(int argc, char **argv, run_options *o) {
+  memset(o, 0, sizeof *o);
+  o->iters = 1;
+  o->seed = 1;
+  o->policy = DF_POLICY_ROUND_ROBIN;
+  o->strategy = DF_REDUCE_ALL_AT_ONCE;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      o->help = true;
+      return df_status_ok();
+    }
+    if (strncmp(a, "--", 2) != 0)
+      return df_status_errorf(DF_EINVAL, "unexpected argument '%s'", a);
+    if (i + 1 >= argc)
+      return df_status_errorf(DF_EINVAL, "%s needs a value", a);
+    char *v = argv[++i];
+    if (strcmp(a, "--kernel") == 0) {
+      o->kernel = v;
+    } else if (strcmp(a, "--plan") == 0) {
+      o->plan = v;
+    } else if (strcmp(a, "--kernel-name") == 0) {
+      o->kernel_name = v;
+    } else if (strcmp(a, "--driver") == 0) {
+      o->driver = v;
+    } else if (strcmp(a, "--device") == 0) {
+      uint32_t d;
+      DF_TRY(parse_u32(a, v, 0, &d));
+      if (d > 1024)
+        return df_status_errorf(DF_EINVAL, "--device: %u is not a device ordinal", d);
+      o->device = (int)d;
+    } else if (strcmp(a, "--iters") == 0) {
+      DF_TRY(parse_u32(a, v, 1, &o->iters));
+    } else if (strcmp(a, "--warmup") == 0) {
+      DF_TRY(parse_u32(a, v, 0, &o->warmup));
+    } else if (strcmp(a, "--block-size") == 0) {
+      DF_TRY(parse_u32(a, v, 1, &o->block_size));
+    } else if (strcmp(a, "--block-dim") == 0) {
+      DF_TRY(parse_block_dim(v, o));
+    } else if (strcmp(a, "--seed") == 0) {
+      char *end;
+      errno = 0;
+      o->seed = strtoull(v, &end, 0);
+      if (end == v || *end || errno)
+        return df_status_errorf(DF_EINVAL, "--seed: '%s' is not an integer", v);
+    } else if (strcmp(a, "--tensor") == 0) {
+      DF_TRY(add_binding(a, v, o->tensors, &o->tensor_count));
+    } else if (strcmp(a, "--check") == 0) {
+      DF_TRY(add_binding(a, v, o->checks, &o->check_count));
+      DF_TRY(parse_check(&o->checks[o->check_count - 1]));
+    } else if (strcmp(a, "--save") == 0) {
+      DF_TRY(add_binding(a, v, o->saves, &o->save_count));
+    } else if (strcmp(a, "--staging-out") == 0) {
+      o->staging_out = v;
+    } else if (strcmp(a, "--replan") == 0) {
+      DF_TRY(parse_lengths(v, o));
+    } else if (strcmp(a, "--policy") == 0) {
+      DF_TRY(df_policy_parse(v, &o->policy));
+    } else if (strcmp(a, "--strategy") == 0) {
+      DF_TRY(df_reduce_strategy_parse(v, &o->strategy));
+    } else {
+      return df_status_errorf(DF_EINVAL, "unknown option '%s' (see --help)", a);
+    }
+  }
+  if (!o->kernel || !o->plan)
+    return df_status_errorf(DF_EINVAL, "--kernel and --plan are required (see --help)");
+  if (o->replan_axis && !o->block_size)
+    return df_status_errorf(DF_EINVAL, "--replan needs --block-size");
+  return df_status_ok();
+}
