@@ -9,6 +9,8 @@ jobs="$(nproc)"
 cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$root/build" -j "$jobs"
 cmake --build "$root/build" --target check
+# The Python bindings (ctypes) over the build's shared libraries.
+DF_LIB_DIR="$root/build/lib/Shared" python3 -m pytest -q "$root/python-bindings/tests"
 
 cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DDF_ENABLE_MLIR=OFF -DDF_SANITIZE=ON -DCMAKE_C_COMPILER=clang-22 >/dev/null

@@ -237,6 +237,9 @@ static df_status build_stage(MlirContext ctx, MlirLocation loc, const df_program
   }
   MlirValue input;
   intptr_t nops = 0;
+  if (st->input < 0 && st->kind != DF_STAGE_MAP)
+    return df_status_errorf(DF_EINVAL, "stage '%s' (%s) has no input stage; '%s' needs one",
+                            st->name, df_stage_kind_name(st->kind), name);
   if (st->input >= 0) {
     if (st->input >= (int32_t)i || mlirValueIsNull(values[st->input]))
       return df_status_errorf(DF_EINVAL,

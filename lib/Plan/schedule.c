@@ -129,13 +129,13 @@ uint32_t df_sched_iter(df_sched *s, uint32_t task, uint32_t sm, uint32_t b, uint
 
 void df_sched_transfer(df_sched *s, uint32_t src_instr, uint32_t dst_instr, uint32_t src_slot,
                        uint32_t dst_slot, uint32_t producer_sm, uint32_t consumer_sm,
-                       uint32_t cluster_epoch, uint32_t hbm_epoch) {
+                       uint32_t cluster_epoch, uint32_t hbm_epoch, bool pull) {
   df_plan *p = s->p;
   if (p->comm_cap - p->comm_count < 2) {
     s->overflow = true;
     return;
   }
-  bool cluster = !s->o->force_hbm_comms &&
+  bool cluster = !pull && !s->o->force_hbm_comms &&
                  df_topology_same_cluster(&s->topo, producer_sm, consumer_sm);
   df_comm *c = &p->comms[p->comm_count];
   c[0] = (df_comm){.kind = cluster ? DF_COMM_CLUSTER_SEND : DF_COMM_HBM_SEND,
@@ -206,7 +206,7 @@ df_status df_schedule_all_at_once(df_sched *s) {
     uint32_t red = df_sched_instr(s, DF_INSTR_REDUCE, t, red_sm, s->reduce, slots, nb, red_slot);
     for (uint32_t i = 0; i < nb; i++)
       if (sms[i] != red_sm)
-        df_sched_transfer(s, iters[i], red, slots[i], slots[i], sms[i], red_sm, 1, t + 1);
+        df_sched_transfer(s, iters[i], red, slots[i], slots[i], sms[i], red_sm, 1, t + 1, false);
     if (fin)
       df_sched_instr(s, DF_INSTR_FINALIZE, t, red_sm, s->finalize, &red_slot, 1, DF_SENTINEL);
   }

@@ -58,7 +58,7 @@ uint32_t df_sched_iter(df_sched *s, uint32_t task, uint32_t sm, uint32_t b, uint
    kinds inside one cluster unless force_hbm, else HBM kinds. */
 void df_sched_transfer(df_sched *s, uint32_t src_instr, uint32_t dst_instr, uint32_t src_slot,
                        uint32_t dst_slot, uint32_t producer_sm, uint32_t consumer_sm,
-                       uint32_t cluster_epoch, uint32_t hbm_epoch);
+                       uint32_t cluster_epoch, uint32_t hbm_epoch, bool pull);
 
 /* Range lengths of `axis` in the options, NULL when absent. */
 const df_range_lengths *df_sched_find_range(const df_schedule_options *o, const char *axis);

@@ -122,7 +122,7 @@ df_status df_schedule_stage_graph(df_sched *s) {
       for (uint32_t q = 0; q < cs; q++)
         if (q != c) {
           df_sched_transfer(s, m1_instr[q], gather, m1_slot[q], tg[q], first + q, first + c,
-                            epoch, epoch);
+                            epoch, epoch, false);
           epoch++;
         }
     }

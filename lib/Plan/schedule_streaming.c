@@ -226,9 +226,9 @@ static uint32_t slot_in(df_sched *s, uint32_t task, df_slot_role role, uint32_t 
   return id;
 }
 
-/* ITER of a chunk into a partial slot (shared storage 1). */
-static uint32_t chunk_iter(df_sched *s, const chunk *c) {
-  uint32_t slot = slot_in(s, c->task, DF_ROLE_PARTIAL, s->p->instr_count, 1);
+/* ITER of a chunk into a partial slot of the given shared storage. */
+static uint32_t chunk_iter(df_sched *s, const chunk *c, uint32_t storage) {
+  uint32_t slot = slot_in(s, c->task, DF_ROLE_PARTIAL, s->p->instr_count, storage);
   df_sched_iter(s, c->task, c->sm, c->b, c->e, slot);
   return slot;
 }
@@ -250,6 +250,16 @@ static df_status streaming(df_sched *s, stream_ws *w) {
   uint64_t C = w->chunk_count, T = s->range->count;
   DF_TRY(df_sched_reserve(s, 2 * C + T, 2 * C, 2 * C, 2 * C + T));
   DF_TRY(alloc_groups(s, w, C));
+  /* Every CTA keeps one accumulator region (REFERENCE 4). A cluster push
+     lands whenever its sender runs, so into a CTA that runs chunks of
+     several tasks it could overwrite another chain's accumulator; such
+     transfers are pulled through HBM instead, when the receiver is ready. */
+  uint32_t *chunks_on = df_alloc(&s->p->alloc, sizeof(uint32_t) * s->topo.sm_count);
+  if (!chunks_on)
+    return df_status_errorf(DF_ENOMEM, "out of memory counting chunks per SM");
+  memset(chunks_on, 0, sizeof(uint32_t) * s->topo.sm_count);
+  for (uint32_t i = 0; i < w->chunk_count; i++)
+    chunks_on[w->chunks[i].sm]++;
   bool fin = s->finalize >= 0;
   for (uint32_t t = 0; t < T; t++) {
     const chunk *ch = &w->chunks[w->task_first[t]];
@@ -257,13 +267,14 @@ static df_status streaming(df_sched *s, stream_ws *w) {
     for (uint32_t k = 0; k < ch[0].parts; k++) {
       const chunk *c = &ch[k];
       uint32_t first = s->p->instr_count, in[2], n = 0, prev = acc;
-      uint32_t part = chunk_iter(s, c);
+      uint32_t part = chunk_iter(s, c, 1);
       if (k)
         in[n++] = acc;
       in[n++] = part;
       uint32_t ru = reduce_update(s, t, c->sm, in, n, 0, &acc);
       if (k && acc_sm != c->sm)
-        df_sched_transfer(s, acc_instr, ru, prev, prev, acc_sm, c->sm, 1, t + 1);
+        df_sched_transfer(s, acc_instr, ru, prev, prev, acc_sm, c->sm, 1, t + 1,
+                          chunks_on[c->sm] > 1);
       acc_instr = ru, acc_sm = c->sm;
       bool last = k + 1 == c->parts;
       if (last)
@@ -274,6 +285,7 @@ static df_status streaming(df_sched *s, stream_ws *w) {
       add_group(w, first, 2 + (last && fin), prio);
     }
   }
+  df_free(&s->p->alloc, chunks_on);
   if (s->overflow)
     return df_status_ok(); /* reported by the caller */
   return order_groups(s, w, 3);
@@ -292,12 +304,16 @@ typedef struct node {
   uint32_t slot, instr, sm, group;
 } node;
 
+/* Tree partials share one region keyed by a slot id (the plan's first
+   slot, always a partial) so the key cannot collide with an accumulator's
+   own-id key; accumulators each keep their own region because leaves must
+   live until their tree node runs. */
 static void tree_task(df_sched *s, stream_ws *w, uint32_t t, node *nodes) {
   const chunk *ch = &w->chunks[w->task_first[t]];
   uint32_t n = ch[0].parts;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t first = s->p->instr_count, acc;
-    uint32_t part = chunk_iter(s, &ch[k]);
+    uint32_t part = chunk_iter(s, &ch[k], 0);
     uint32_t ru = reduce_update(s, t, ch[k].sm, &part, 1, DF_SENTINEL, &acc);
     nodes[k] = (node){acc, ru, ch[k].sm, w->group_total};
     add_group(w, first, 2, 0);
@@ -309,7 +325,7 @@ static void tree_task(df_sched *s, stream_ws *w, uint32_t t, node *nodes) {
       uint32_t in[2] = {l.slot, r.slot}, acc;
       uint32_t ru = reduce_update(s, t, l.sm, in, 2, DF_SENTINEL, &acc);
       if (r.sm != l.sm)
-        df_sched_transfer(s, r.instr, ru, r.slot, r.slot, r.sm, l.sm, 1, t + 1);
+        df_sched_transfer(s, r.instr, ru, r.slot, r.slot, r.sm, l.sm, 1, t + 1, false);
       nodes[m++] = (node){acc, ru, l.sm, w->group_total};
       add_group(w, ru, 1, level);
     }

@@ -45,7 +45,7 @@ static const df_shared_entry layouts[] = {
     SIZE(df_barrier_alloc), SIZE(df_layout_options), SIZE(df_handler), OFF(df_handler, symbol),
     SIZE(df_named_index), SIZE(df_launch_package), OFF(df_launch_package, needs_flag_reset),
     OFF(df_launch_package, barrier_init_indices), SIZE(df_pack_options),
-    OFF(df_pack_options, handler_order),
+    OFF(df_pack_options, handler_order), OFF(df_pack_options, skip_fingerprint),
     SIZE(df_packed), OFF(df_packed, handlers), OFF(df_packed, barriers), OFF(df_packed, launch),
     OFF(df_packed, fingerprint),
     SIZE(df_abi_instr), SIZE(df_abi_slot), SIZE(df_abi_comm), SIZE(df_abi_args),

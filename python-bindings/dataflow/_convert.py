@@ -235,7 +235,8 @@ def plan_to_c(plan) -> CPlan:
     policy = _enum_code(lib.df_policy_name, plan.scheduler_policy, 3)
     strategy = _enum_code(lib.df_reduce_strategy_name, plan.reduce_strategy, 4)
     if policy is None:
-        check(lib.df_policy_parse(str(plan.scheduler_policy).encode(), ctypes.byref(ctypes.c_int())))
+        check(lib.df_policy_parse(str(plan.scheduler_policy).encode(),
+                                  ctypes.byref(ctypes.c_int())))
     if strategy is None:
         check(lib.df_reduce_strategy_parse(str(plan.reduce_strategy).encode(),
                                            ctypes.byref(ctypes.c_int())))

@@ -181,7 +181,7 @@ class df_launch_package(Structure):
 
 class df_pack_options(Structure):
     _fields_ = [("layout", df_layout_options), ("handler_order", POINTER(u32)),
-                ("handler_order_count", u32)]
+                ("handler_order_count", u32), ("skip_fingerprint", c_bool)]
 
 
 class df_packed(Structure):

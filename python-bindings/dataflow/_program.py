@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import weakref
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from . import _ctypes as C
@@ -89,7 +89,6 @@ class Stage:
     physical_output_type: Any = None  # reshared: physical type
     output_arity: int = 1
     policy: str = "hbm_all_gather"
-    attrs: tuple = ()
 
 
 class DataflowProgram:
@@ -135,24 +134,22 @@ class DataflowProgram:
             task_args = (task_args,)
         return tuple(task_args)
 
-    def partial(self, call, *, task_args=None, range_axis=None, name: str = "partial",
-                **attrs) -> "DataflowProgram":
+    def partial(self, call, *, task_args=None, range_axis=None,
+                name: str = "partial") -> "DataflowProgram":
         """The iter stage of the canonical pipeline over ``range_axis``."""
         return self._with(Stage("map", name, self._call(call, "partial"), None,
-                                self._task_args(task_args), range_axis,
-                                attrs=tuple(attrs.items())))
+                                self._task_args(task_args), range_axis))
 
     def map(self, call, *, name: str | None = None, input: str | None = None, task_args=None,
-            range_axis=None, **attrs) -> "DataflowProgram":
+            range_axis=None) -> "DataflowProgram":
         """A map stage (stage graphs), optionally consuming stage ``input``."""
         call = self._call(call, "map")
         return self._with(Stage("map", name or call.operator.name, call, input,
-                                self._task_args(task_args), range_axis,
-                                attrs=tuple(attrs.items())))
+                                self._task_args(task_args), range_axis))
 
     def reshared(self, *, input: str | None = None, name: str = "reshared", output_type=None,
                  physical_output_type=None, output_arity: int = 1,
-                 policy: str = "hbm_all_gather", **attrs) -> "DataflowProgram":
+                 policy: str = "hbm_all_gather") -> "DataflowProgram":
         """Re-shard stage ``input`` across the ranks of a cluster."""
         if isinstance(output_arity, bool) or not isinstance(output_arity, int):
             raise TypeError(f"reshared stage '{name}': output_arity must be an int, got "
@@ -160,22 +157,19 @@ class DataflowProgram:
         return self._with(Stage("reshared", name, None, input if input is not None
                                 else self._previous(), output_type=output_type,
                                 physical_output_type=physical_output_type,
-                                output_arity=output_arity, policy=policy,
-                                attrs=tuple(attrs.items())))
+                                output_arity=output_arity, policy=policy))
 
-    def reduce(self, call, *, name: str = "reduce", input: str | None = None,
-               **attrs) -> "DataflowProgram":
+    def reduce(self, call, *, name: str = "reduce",
+               input: str | None = None) -> "DataflowProgram":
         """Combine the partials of each task."""
         return self._with(Stage("reduce", name, self._call(call, "reduce"),
-                                input if input is not None else self._previous(),
-                                attrs=tuple(attrs.items())))
+                                input if input is not None else self._previous()))
 
-    def finalize(self, call, *, name: str = "finalize", input: str | None = None,
-                 **attrs) -> "DataflowProgram":
+    def finalize(self, call, *, name: str = "finalize",
+                 input: str | None = None) -> "DataflowProgram":
         """Consume the last stream and write the outputs."""
         return self._with(Stage("finalize", name, self._call(call, "finalize"),
-                                input if input is not None else self._previous(),
-                                attrs=tuple(attrs.items())))
+                                input if input is not None else self._previous()))
 
     def named(self, name: str) -> "DataflowProgram":
         """The same program under another name (the IR function name)."""
@@ -294,7 +288,8 @@ class DataflowProgram:
         s.task_arg_count = len(st.task_args)
         for j, arg in enumerate(st.task_args):
             s.task_args[j].value = _name(arg, f"stage '{st.name}' task argument")
-        bindings = st.call.bindings if st.call is not None else ()
+        # sorted by parameter, as an MLIR dictionary (the IR form) holds them
+        bindings = sorted(st.call.bindings) if st.call is not None else ()
         barr = (C.df_binding * max(1, len(bindings)))()
         for j, (param, tensor) in enumerate(bindings):
             barr[j].param = _name(param, f"stage '{st.name}' binding parameter")

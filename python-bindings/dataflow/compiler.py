@@ -10,7 +10,7 @@ from . import _ctypes as C
 from ._lib import capture, check, compiler, error_for, lib
 from ._program import DataflowProgramError, Owned
 
-__all__ = ["available", "program_dump_from_mlir", "check_mlir_program"]
+__all__ = ["available", "program_dump_from_mlir", "program_mlir_from_mlir", "check_mlir_program"]
 
 
 def available() -> bool:
@@ -56,3 +56,19 @@ def check_mlir_program(text: str, name: str | None = None,
     """Raise DataflowProgramError with df-verify's message when the program
     in ``text`` breaks a rule."""
     _with_program(text, name, source_name, lambda h: None)
+
+
+def program_mlir_from_mlir(text: str, name: str | None = None,
+                           source_name: str = "<python>") -> str:
+    """IR -> program model -> IR: the module df_program_to_mlir builds from
+    the program in ``text`` (what df-program-ir prints)."""
+
+    def to_text(handle):
+        out = ctypes.c_void_p()
+        check(compiler.df_program_to_mlir_text(handle.ptr, ctypes.byref(out)))
+        try:
+            return ctypes.string_at(out).decode()
+        finally:
+            lib.df_shared_free(out)
+
+    return _with_program(text, name, source_name, to_text)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import inspect
 import sys
 import typing
 from dataclasses import dataclass
@@ -271,8 +272,6 @@ class Operator:
         what = f"{kind} handler '{self.name}'"
         globalns = getattr(fn, "__globals__", {})
         annotations = dict(getattr(fn, "__annotations__", {}))
-        import inspect
-
         params = []
         for p in inspect.signature(fn).parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):

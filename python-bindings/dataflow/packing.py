@@ -9,7 +9,6 @@ import json
 import struct
 from collections import namedtuple
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import _ctypes as C
 from . import abi_schema as abi
@@ -212,7 +211,11 @@ class PackedInstructionPlan:
         """The plan blob (df_blob_write), with ``program`` (default: the
         program this plan was packed from) embedded when known."""
         program = program if program is not None else self.program
-        prog = program.c_program().ptr if program is not None else None
+        if program is not None:
+            prog = program.c_program().ptr
+        else:
+            embedded = getattr(self, "embedded_program", None)
+            prog = embedded.ptr if embedded is not None else None
         data = ctypes.POINTER(ctypes.c_uint8)()
         size = ctypes.c_size_t()
         check(lib.df_blob_write(self._handle.ptr, prog, None, ctypes.byref(data),

@@ -624,7 +624,7 @@ static void streaming_tree_pairs_leaves(void **state) {
   static const uint32_t ids[] = {0, 1, 8, 10, 11, 2, 3, 4, 5, 9, 6, 7};
   check_queues(p, off, len, ids, N(ids));
   for (uint32_t i = 0; i < p->slot_count; i++)
-    assert_int_equal(p->slots[i].shared_storage, p->slots[i].role == DF_ROLE_PARTIAL ? 1 : S);
+    assert_int_equal(p->slots[i].shared_storage, p->slots[i].role == DF_ROLE_PARTIAL ? 0 : S);
   assert_int_equal(p->instrs[1].variant.arity, DF_ARITY_PASSTHROUGH);
   assert_int_equal(p->instrs[8].variant.arity, DF_ARITY_BINARY);
   assert_int_equal(p->strategy, DF_REDUCE_STREAMING_TREE);

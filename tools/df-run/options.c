@@ -110,7 +110,7 @@ static df_status parse_check(run_binding *b) {
 }
 
 static df_status parse_lengths(char *arg, run_options *o) {
-  run_binding b;
+  run_binding b = {NULL, NULL, 0, 0};
   DF_TRY(split_binding("--replan", arg, &b));
   o->replan_axis = b.name;
   o->replan_count = 0;

@@ -117,7 +117,8 @@ df_status hb_exit_acks(hb_run *r, hb_cta *c, hb_step_result *res) {
       a->pending = false;
       continue;
     }
-    hb_block(c, DF_HOST_WAIT_ACK, c->q0 + c->pc, HB_S, HB_S, i, a->consumed, a->completed, r);
+    uint32_t instr = c->pc < c->qlen ? c->q0 + c->pc : HB_S; /* EXIT or the queue's end */
+    hb_block(c, DF_HOST_WAIT_ACK, instr, HB_S, HB_S, i, a->consumed, a->completed, r);
     *res = HB_STEP_BLOCKED;
     return df_status_ok();
   }

@@ -8,7 +8,7 @@
 
 #define ALLOC_ARRAY(r, ptr, n, what)                                                 \
   do {                                                                               \
-    (ptr) = df_alloc(&(r)->al, sizeof(*(ptr)) * (size_t)(n));                        \
+    (ptr) = df_alloc(&(r)->al, sizeof(*(ptr)) * (size_t)((n) ? (n) : 1));            \
     if (!(ptr))                                                                      \
       return hb_oom(what);                                                           \
     memset((ptr), 0, sizeof(*(ptr)) * (size_t)((n) ? (n) : 1));                      \

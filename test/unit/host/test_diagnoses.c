@@ -176,6 +176,37 @@ static void gated_push(void **state) {
   }
 }
 
+/* An ACKed cluster send keeps its CTA alive until the consumer's release
+   arrives (here at the end of a queue without EXIT); without the release
+   that wait can never end. */
+static void ack_at_queue_end(void **state) {
+  (void)state;
+  static const uint32_t kv[2] = {384, 256};
+  df_plan *p = seed_schedule_attention(4, 2, kv, 2, 128, DF_POLICY_ROUND_ROBIN,
+                                       DF_REDUCE_ALL_AT_ONCE, false);
+  hand_append_release(p);
+  df_packed *k = ht_pack(p, NULL);
+  float *rows;
+  df_host_result res;
+  assert_int_equal(ht_run_attention(k, 2, 128, NULL, &rows, &res).code, DF_OK);
+  ht_check_attention(rows, kv, 2);
+  free(rows);
+  df_host_result_free(&res);
+  ht_delete_comm(k, ht_find_comm(k, DF_COMM_CLUSTER_RELEASE, DF_SENTINEL));
+  expect(k, NULL, DF_HOST_DIAG_DEADLOCK, &res);
+  assert_int_equal(res.diag.wait_count, 1);
+  assert_int_equal(res.diag.waits[0].cta, 1);
+  assert_int_equal(res.diag.waits[0].kind, DF_HOST_WAIT_ACK);
+  assert_int_equal(res.diag.waits[0].instr, DF_SENTINEL);
+  assert_int_equal(res.diag.waits[0].comm, DF_SENTINEL);
+  assert_true(has(&res, "CTA 1 at the end of its queue: kernel exit waits on ACK barrier 0 for "
+                        "the release of its cluster send (0 of 1 arrived); no unfinished CTA "
+                        "will ever unblock it"));
+  df_host_result_free(&res);
+  df_packed_destroy(k);
+  df_plan_destroy(p);
+}
+
 static void cluster_sync(void **state) {
   (void)state;
   for (int both = 0; both < 2; both++) {
@@ -458,6 +489,7 @@ int main(void) {
       cmocka_unit_test(deadlock_when_a_send_is_removed),
       cmocka_unit_test(deadlock_cycle),
       cmocka_unit_test(gated_push),
+      cmocka_unit_test(ack_at_queue_end),
       cmocka_unit_test(cluster_sync),
       cmocka_unit_test(unwritten_read_when_a_transfer_is_deleted),
       cmocka_unit_test(transfer_overwrites_unconsumed_slot),
