@@ -16,7 +16,9 @@
                        TMA descriptors, launch configuration
    Destroy in reverse order of creation (executables before their module
    and device, devices before the runtime). Every fallible function returns
-   a df_status whose message names the object and the rule broken.
+   a df_status whose message names the object and the rule broken. Objects
+   are not thread-safe: use one from one thread at a time (every call makes
+   its device's primary context current on the calling thread).
 
    Kernel contract (REFERENCE §6, df's device runtime): entry
    `df_persistent_kernel`, parameters in order: instructions,
@@ -203,15 +205,17 @@ df_status df_rt_plan_from_file(df_rt *rt, const char *path, df_rt_plan **out);
    own (df_packed.alloc). */
 df_status df_rt_plan_from_packed(df_rt *rt, df_packed *packed, df_program *program,
                                  uint32_t block_size, df_rt_plan **out);
-/* Schedule and pack `program` (copied through a blob round trip is not
-   needed: the program is cloned) in process. */
+/* Schedule `program` with `so` and pack it with `po` in process (NULL po:
+   default layout, no fingerprint). The plan keeps a copy of the program,
+   so it can be re-planned; its block size is so->block_size. */
 df_status df_rt_plan_from_program(df_rt *rt, const df_program *program,
                                   const df_schedule_options *so,
                                   const df_pack_options *po, df_rt_plan **out);
 /* Re-plan `base` for new range lengths without the compiler: schedule its
    program (the base must carry one; blobs written with the program do)
-   with `so` and pack with `po` (NULL: defaults). so->topology with
-   sm_count 0 takes the base plan's topology. The result is a new plan;
+   with `so` and pack with `po` (NULL: defaults without the fingerprint,
+   which run-time plans do not need). so->topology with sm_count 0 takes
+   the base plan's topology. The result is a new plan;
    df_rt_executable_set_plan switches an executable to it without
    reloading the module. */
 df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *so,
@@ -343,7 +347,9 @@ void df_rt_executable_destroy(df_rt_executable *e);
    range lengths): handler ids are mapped onto the module plan's handler
    table (a handler variant the module's plan lacks is an error), the
    pre-checks run again, and plan arrays, staging and flags are re-uploaded
-   or grown on `stream`. Tensor arguments and TMA descriptors are kept. */
+   or grown on `stream`. Tensor arguments and TMA descriptors are kept.
+   When a check fails the executable keeps its previous plan; when an
+   upload fails it refuses to launch until a plan is set successfully. */
 df_status df_rt_executable_set_plan(df_rt_executable *e, const df_rt_plan *plan,
                                     df_rt_stream *stream);
 

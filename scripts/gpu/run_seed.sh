@@ -7,6 +7,8 @@
 #   with NAME.dfplan, and optionally NAME.args (extra df-run arguments on
 #   one line, e.g. "--tensor Q=file:@DIR@/q.bin:float16:2x16 ... --check
 #   O=@DIR@/o_ref.bin:0.02"; @DIR@ and @OUT@ stand for DIR and $OUT).
+#   scripts/gpu/make_seed_carry.sh DIR fills DIR with the seed attention
+#   kernel, plan, inputs and reference on the CPU machine.
 #   With DIR/probe.ptx, or nvcc on the PATH (which compiles
 #   scripts/gpu/probe_kernel.cu), it also runs the runtime probe
 #   (scripts/gpu/probe_runtime.c) and df-run on the seed plan with it.
@@ -107,8 +109,8 @@ if [ -n "$probe" ] && [ -e "$probe" ]; then
   "$build/test/runtime/dfrt_make_seed_blob" "$build/seed.dfplan"
   if "$df_run" --kernel "$probe" --plan "$build/seed.dfplan" --block-size 128 --iters 50 \
       --warmup 5 --tensor Q=zeros:float32:2048 --tensor K=random:float16:4x16 \
-      --tensor V=zeros:float16:64 --tensor O=zeros:float16:64 --save "Q=$out/probe_reports.bin" \
-      --staging-out "$out/probe_staging.bin" >"$out/probe_df_run.log" 2>&1; then
+      --tensor V=zeros:float16:64 --tensor O=zeros:float16:64 --save "Q=$build/probe_reports.bin" \
+      --staging-out "$build/probe_staging.bin" >"$out/probe_df_run.log" 2>&1; then
     note "ok   df-run probe: $(grep -E 'launches' "$out/probe_df_run.log" | tail -1)"
   else
     note "FAIL df-run probe: $(tail -1 "$out/probe_df_run.log")"

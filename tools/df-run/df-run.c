@@ -106,6 +106,8 @@ static df_status load_plan(run *r) {
   so.ranges[0].axis = r->o.replan_axis;
   so.ranges[0].count = r->o.replan_count;
   so.ranges[0].lengths = r->o.replan_lengths;
+  so.extent_count = r->o.extent_count;
+  memcpy(so.extents, r->o.extents, sizeof so.extents);
   so.policy = r->o.policy;
   so.strategy = r->o.strategy;
   DF_TRY(df_rt_plan_replan(r->plan, &so, NULL, &r->replanned));

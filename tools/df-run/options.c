@@ -28,6 +28,7 @@ void run_usage(FILE *out) {
       "  --block-size N           plan range block size passed to the kernel (blobs do not\n"
       "                           record it; default 1); required with --replan\n"
       "  --replan AXIS=L1,L2,...  re-plan the blob's program for new range lengths\n"
+      "  --task-extents E0[,E1..] task extents of --replan (product = task count)\n"
       "  --policy round_robin|cluster_local, --strategy all_at_once|streaming|streaming_tree\n"
       "                           scheduler options of --replan\n"
       "  --seed N                 seed of random tensors without their own (default 1)\n"
@@ -131,6 +132,21 @@ static df_status parse_lengths(char *arg, run_options *o) {
   return df_status_ok();
 }
 
+static df_status parse_extents(const char *text, run_options *o) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", text);
+  o->extent_count = 0;
+  for (char *p = buf, *next; p; p = next) {
+    next = strchr(p, ',');
+    if (next)
+      *next++ = '\0';
+    if (o->extent_count == DF_MAX_AXES)
+      return df_status_errorf(DF_EINVAL, "--task-extents: more than %d extents", DF_MAX_AXES);
+    DF_TRY(parse_u32("--task-extents", p, 1, &o->extents[o->extent_count++]));
+  }
+  return df_status_ok();
+}
+
 static df_status parse_block_dim(const char *text, run_options *o) {
   char buf[64];
   snprintf(buf, sizeof buf, "%s", text);
@@ -207,6 +223,8 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
       o->staging_out = v;
     } else if (strcmp(a, "--replan") == 0) {
       DF_TRY(parse_lengths(v, o));
+    } else if (strcmp(a, "--task-extents") == 0) {
+      DF_TRY(parse_extents(v, o));
     } else if (strcmp(a, "--policy") == 0) {
       DF_TRY(df_policy_parse(v, &o->policy));
     } else if (strcmp(a, "--strategy") == 0) {

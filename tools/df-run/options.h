@@ -34,6 +34,8 @@ typedef struct run_options {
   const char *replan_axis;
   uint32_t replan_count;
   uint32_t replan_lengths[RUN_MAX_LENGTHS];
+  uint32_t extent_count; /* --task-extents */
+  uint32_t extents[DF_MAX_AXES];
   df_policy policy;
   df_reduce_strategy strategy;
   bool help;

@@ -129,8 +129,14 @@ static df_status apply_plan(df_rt_executable *e, const df_rt_plan *plan, CUstrea
   df_status s = dfrt_map_handlers(e, k, map);
   if (s.code == DF_OK)
     s = dfrt_launch_prepare(e, &k->launch, plan->block_size, &cfg);
-  if (s.code == DF_OK)
-    s = dfrt_plan_upload(e, k, map, stream);
+  if (s.code != DF_OK) {
+    df_free(a, map); /* nothing changed on the device */
+    return s;
+  }
+  /* From here on the device buffers change: until this succeeds the
+     executable refuses to launch. */
+  e->plan_valid = false;
+  s = dfrt_plan_upload(e, k, map, stream);
   df_free(a, map);
   if (s.code == DF_OK)
     s = dfrt_buffer_reserve(e->dev, &e->staging, k->launch.global_staging_bytes,
@@ -154,6 +160,7 @@ static df_status apply_plan(df_rt_executable *e, const df_rt_plan *plan, CUstrea
   e->params_u32[3] = k->launch.cluster_size;
   e->params_u32[4] = cfg.block_size;
   e->params_u32[5] = 0; /* scratch_offset */
+  e->plan_valid = true;
   return s;
 }
 
@@ -272,6 +279,10 @@ df_status df_rt_executable_update_tensor_args(df_rt_executable *e, df_rt_stream 
 df_status df_rt_executable_launch(df_rt_executable *e, df_rt_stream *stream) {
   if (!e)
     return df_status_errorf(DF_EINVAL, "executable: NULL argument to df_rt_executable_launch");
+  if (!e->plan_valid)
+    return df_status_errorf(DF_EINVAL,
+                            "launch: the executable holds no complete plan (the last "
+                            "df_rt_executable_set_plan failed while uploading); set a plan again");
   CUstream h = df_rt_stream_handle(stream);
   const df_cuda_driver *d = &e->rt->drv;
   DF_TRY(dfrt_bind(e->dev));

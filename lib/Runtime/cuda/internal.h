@@ -148,7 +148,9 @@ struct df_rt_executable {
   uint32_t tma_count;
   df_rt_tma_spec *tma;
   uint32_t *tma_index;
-  /* current plan */
+  /* current plan; plan_valid is false after a set_plan that failed while
+     uploading (device buffers may no longer hold a whole plan) */
+  bool plan_valid;
   df_launch_package launch; /* scalars only; arrays NULL */
   dfrt_launch_cfg cfg;
   dfrt_buffer plan_buf;

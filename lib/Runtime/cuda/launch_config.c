@@ -12,8 +12,8 @@
 /* Largest cluster the driver guarantees without opting in. */
 #define DFRT_PORTABLE_CLUSTER_SIZE 8u
 
-static void fill_config(const df_rt_executable *e, const dfrt_launch_cfg *c, CUstream stream,
-                        CUlaunchConfig *cfg, CUlaunchAttribute attrs[2]) {
+static void fill_config(const dfrt_launch_cfg *c, CUstream stream, CUlaunchConfig *cfg,
+                        CUlaunchAttribute attrs[2]) {
   cfg->gridDimX = c->grid_x;
   cfg->gridDimY = 1;
   cfg->gridDimZ = 1;
@@ -24,7 +24,6 @@ static void fill_config(const df_rt_executable *e, const dfrt_launch_cfg *c, CUs
   cfg->hStream = stream;
   cfg->attrs = NULL;
   cfg->numAttrs = 0;
-  (void)e;
   if (c->cluster_size > 1) {
     memset(attrs, 0, 2 * sizeof attrs[0]);
     attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -68,7 +67,7 @@ static df_status check_residency(df_rt_executable *e, const dfrt_launch_cfg *c) 
   if (c->cluster_size > 1) {
     CUlaunchConfig cfg;
     CUlaunchAttribute attrs[2];
-    fill_config(e, c, NULL, &cfg, attrs);
+    fill_config(c, NULL, &cfg, attrs);
     int clusters = 0;
     DF_TRY(dfrt_check(e->rt, d->cuOccupancyMaxActiveClusters(&clusters, e->module->fn, &cfg),
                       "launch: resident clusters", "cuOccupancyMaxActiveClusters"));
@@ -146,7 +145,7 @@ df_status dfrt_launch_prepare(df_rt_executable *e, const df_launch_package *lp,
   if (cs > 1) {
     CUlaunchConfig cfg;
     CUlaunchAttribute attrs[2];
-    fill_config(e, c, NULL, &cfg, attrs);
+    fill_config(c, NULL, &cfg, attrs);
     int max_cluster = 0;
     DF_TRY(dfrt_check(e->rt,
                       e->rt->drv.cuOccupancyMaxPotentialClusterSize(&max_cluster,
@@ -181,7 +180,7 @@ df_status dfrt_launch_kernel(df_rt_executable *e, CUstream stream) {
     params[FIXED + i] = &e->targs.maps[i];
   CUlaunchConfig cfg;
   CUlaunchAttribute attrs[2];
-  fill_config(e, &e->cfg, stream, &cfg, attrs);
+  fill_config(&e->cfg, stream, &cfg, attrs);
   df_status s = dfrt_check(e->rt, e->rt->drv.cuLaunchKernelEx(&cfg, e->module->fn, params, NULL),
                            "launch", "cuLaunchKernelEx");
   if (params != stack_params)

@@ -89,8 +89,11 @@ static df_status plan_program(df_rt *rt, const df_program *program,
                               df_rt_plan **out) {
   df_plan *plan;
   DF_TRY(df_schedule(program, so, &plan));
+  /* Run-time plans need no fingerprint (df_plan_fingerprint computes it on
+     demand); skipping it keeps re-plans cheap. */
   df_pack_options defaults;
   memset(&defaults, 0, sizeof defaults);
+  defaults.skip_fingerprint = true;
   df_packed *k;
   df_status s = df_pack(plan, po ? po : &defaults, &rt->alloc, &k);
   df_plan_destroy(plan);

@@ -132,40 +132,41 @@ df_status dfrt_targs_bind(df_rt_executable *e, const df_abi_tensor_arg *records,
   df_allocator *a = &e->rt->alloc;
   size_t len = sizeof *records * count;
   bool any_ptr = false;
-  CUtensorMap *maps = NULL;
+  uint64_t *ptrs = NULL;
   void *block = NULL;
+  CUtensorMap *maps = NULL;
   df_status s = df_status_ok();
   if (e->tma_count) {
-    uint64_t *ptrs = df_alloc(a, sizeof *ptrs * e->tma_count);
+    ptrs = df_alloc(a, sizeof *ptrs * e->tma_count);
     block = df_alloc(a, sizeof *maps * e->tma_count + 128);
-    if (!ptrs || !block) {
-      df_free(a, ptrs);
-      df_free(a, block);
-      df_free(a, meta);
-      return df_status_errorf(DF_ENOMEM, "executable: out of memory building TMA descriptors");
+    if (!ptrs || !block)
+      s = df_status_errorf(DF_ENOMEM, "executable: out of memory building TMA descriptors");
+    if (s.code == DF_OK) {
+      maps = (CUtensorMap *)(((uintptr_t)block + 127) & ~(uintptr_t)127);
+      dfrt_tma_pointers(e, records, len, ptrs);
+      for (uint32_t i = 0; i < e->tma_count; i++)
+        any_ptr = any_ptr || ptrs[i] != 0;
+      if (any_ptr)
+        s = dfrt_tma_build(e, ptrs, meta, count, maps);
     }
-    maps = (CUtensorMap *)(((uintptr_t)block + 127) & ~(uintptr_t)127);
-    dfrt_tma_pointers(e, records, len, ptrs);
-    for (uint32_t i = 0; i < e->tma_count; i++)
-      any_ptr = any_ptr || ptrs[i] != 0;
-    if (any_ptr)
-      s = dfrt_tma_build(e, ptrs, meta, count, maps);
-    df_free(a, ptrs);
   }
   if (s.code != DF_OK) {
+    df_free(a, ptrs);
     df_free(a, block);
     df_free(a, meta);
     return s;
   }
-  /* Commit: new metadata and descriptors; the pointer map is recorded by
-     the upload below. */
+  /* Commit: the new metadata, descriptors and the pointers they were built
+     from (a later pointer-only update must not move them). */
   dfrt_targs_adopt_meta(e, meta, count);
-  t->has_ptr_map = false;
   t->built = any_ptr;
+  t->has_ptr_map = any_ptr;
   if (any_ptr) {
     memcpy(t->maps, maps, sizeof *maps * e->tma_count);
+    memcpy(t->ptr_map, ptrs, sizeof *ptrs * e->tma_count);
     t->builds++;
   }
+  df_free(a, ptrs);
   df_free(a, block);
   return dfrt_targs_update(e, records, len, stream);
 }

@@ -105,6 +105,11 @@ run 2 "the plan has no program, name tensors by index" --driver "$fake" --kernel
 # re-planning for new lengths with the same kernel
 run 0 "re-planned kv for 2 lengths" "${base[@]}" "${qkv[@]}" --tensor O=zeros:float16:4x16 \
   --replan kv=300,200 --block-size 128
+run 0 "re-planned kv for 2 lengths" "${base[@]}" "${qkv[@]}" --tensor O=zeros:float16:4x16 \
+  --replan kv=300,200 --block-size 128 --task-extents 2 --policy cluster_local
+run 2 "--task-extents: '0' is not an integer >= 1" --kernel a --plan b --task-extents 2,0
+run 2 "plan: re-planning: " "${base[@]}" "${qkv[@]}" --tensor O=zeros:float16:4x16 \
+  --replan kv=300,200 --block-size 128 --task-extents 3
 run 2 "plan handler 3, combine \(1,reduce\) arity passthrough, is not among" "${base[@]}" "${qkv[@]}" \
   --tensor O=zeros:float16:4x16 --replan kv=512,128 --block-size 128
 run 2 "cannot re-plan: the plan carries no program" --driver "$fake" --kernel "$work/k.ptx" \

@@ -168,6 +168,14 @@ static void replans_with_the_same_module(void **state) {
   fx_ok(df_rt_plan_replan(base, &so, NULL, &p1));
   assert_int_equal(df_rt_plan_block_size(p1), 128);
   assert_int_equal(df_rt_plan_packed(p1)->topology.sm_count, 4);
+  /* Run-time re-plans skip the fingerprint unless pack options ask. */
+  assert_string_equal(df_rt_plan_packed(p1)->fingerprint, "");
+  df_pack_options with_hash;
+  memset(&with_hash, 0, sizeof with_hash);
+  df_rt_plan *hashed;
+  fx_ok(df_rt_plan_replan(base, &so, &with_hash, &hashed));
+  assert_int_equal(strlen(df_rt_plan_packed(hashed)->fingerprint), 64);
+  df_rt_plan_destroy(hashed);
   fx_ok(df_rt_executable_set_plan(e, p1, NULL));
   fx_ok(df_rt_executable_launch(e, NULL));
   const df_packed *k1 = df_rt_plan_packed(p1);
@@ -286,6 +294,16 @@ static void set_plan_reuses_buffers(void **state) {
   fx_ok(df_rt_executable_launch_info(e, &info));
   assert_true(info.needs_flag_reset);
   fx_fails(df_rt_executable_launch_info(NULL, &info), DF_EINVAL, "NULL argument");
+  /* An upload failure leaves no complete plan: launches are refused until
+     a plan is set again. */
+  fake.fail_name = "cuMemcpyHtoDAsync";
+  fake.fail_result = CUDA_ERROR_INVALID_VALUE;
+  fx_fails(df_rt_executable_set_plan(e, small, NULL), DF_EINVAL, "plan arrays: cuMemcpyHtoDAsync");
+  fake.fail_name = NULL;
+  fx_fails(df_rt_executable_launch(e, NULL), DF_EINVAL,
+           "launch: the executable holds no complete plan");
+  fx_ok(df_rt_executable_set_plan(e, small, NULL));
+  fx_ok(df_rt_executable_launch(e, NULL));
   df_rt_executable_destroy(e);
   df_rt_plan_destroy(big);
   df_rt_plan_destroy(small);

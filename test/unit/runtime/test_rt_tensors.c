@@ -306,6 +306,18 @@ static void encodes_and_passes_descriptors(void **state) {
   memcpy(rec, saved, sizeof rec);
   rec[0].data_ptr = 0x9000;
   fx_ok(df_rt_executable_update_tensor_args(e, NULL, rec, sizeof rec));
+  /* Re-binding the same tensors rebuilds and records the pointers even
+     when the bytes need no copy, so a later pointer-only move is still
+     refused. */
+  fx_ok(df_rt_executable_bind_tensors(e, NULL, t, 4));
+  int copies = fake_count("cuMemcpyHtoDAsync");
+  fx_ok(df_rt_executable_bind_tensors(e, NULL, t, 4));
+  assert_int_equal(fake_count("cuMemcpyHtoDAsync"), copies);
+  assert_int_equal(df_rt_executable_tma_builds(e), 4);
+  memcpy(rec, saved, sizeof rec);
+  rec[1].data_ptr = 0x7000;
+  fx_fails(df_rt_executable_update_tensor_args(e, NULL, rec, sizeof rec), DF_EINVAL,
+           "pointer-only tensor_args_bytes");
   /* The driver's encoder failing. */
   fake.fail_name = "cuTensorMapEncodeTiled";
   fake.fail_result = CUDA_ERROR_INVALID_VALUE;

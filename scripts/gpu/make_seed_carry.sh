@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# On the CPU machine (clang-22, MLIR build in build/): the seed attention
+# kernel, its plan blob, inputs, reference and df-run arguments, in the
+# folder run_seed.sh takes.  usage: scripts/gpu/make_seed_carry.sh DIR
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dir="${1:?usage: make_seed_carry.sh DIR}"
+bin="${DF_BIN:-$root/build/bin}"
+mkdir -p "$dir"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+clang-22 --target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions \
+  -O2 -std=gnu17 -I "$root/include" -emit-llvm -c "$root/examples/seed/attention_handlers.c" \
+  -o "$tmp/handlers.bc"
+"$bin/df-opt" "$root/examples/seed/attention.mlir" \
+  --df-schedule="sm-count=4 cluster-size=2 block-size=128 range-lengths=kv:384,256 task-extents=2" \
+  -o "$tmp/plan.mlir"
+"$bin/df-translate" --df-to-ptx --df-link="$tmp/handlers.bc" "$tmp/plan.mlir" -o "$dir/seed_attention.ptx"
+"$bin/df-translate" --df-to-plan "$tmp/plan.mlir" -o "$dir/seed_attention.dfplan"
+python3 "$root/scripts/gpu/attention_inputs.py" "$dir" 384 256
+echo "--block-size 128 --tensor Q=file:@DIR@/q.bin:float16:2x16" \
+  "--tensor K=file:@DIR@/k.bin:float16:2x4096x16 --tensor V=file:@DIR@/v.bin:float16:2x4096x16" \
+  "--tensor O=zeros:float32:2x16 --check O=@DIR@/o_ref.bin:0.02:0.002" \
+  "--save O=@OUT@/seed_attention_O.bin" >"$dir/seed_attention.args"
+# The same kernel and blob re-planned in process for other lengths.
+cp "$dir/seed_attention.ptx" "$dir/seed_attention_replan.ptx"
+cp "$dir/seed_attention.dfplan" "$dir/seed_attention_replan.dfplan"
+python3 "$root/scripts/gpu/attention_inputs.py" "$dir" --ref o_ref_replan.bin 300 200
+sed -e 's|o_ref.bin|o_ref_replan.bin|' -e 's|seed_attention_O|seed_attention_replan_O|' \
+  -e 's|^|--replan kv=300,200 --task-extents 2 |' "$dir/seed_attention.args" >"$dir/seed_attention_replan.args"
+ls -l "$dir"
