@@ -68,7 +68,17 @@ df_status df_plan_attach_handlers(df_plan *p) {
       continue; /* legacy instruction: packed by operator name */
     in->has_identity = true;
     in->identity = id;
-    if (!in->has_variant) {
+    if (!in->has_variant && (id.kind == DF_OPK_ITER || id.kind == DF_OPK_MAP ||
+                             id.kind == DF_OPK_FINALIZE)) {
+      /* iter -> generic, map/finalize -> no specialisation: cannot fail,
+         and this runs once per instruction of every re-plan */
+      memset(&in->variant, 0, sizeof in->variant);
+      in->variant.base = id;
+      in->variant.schema_version = DF_VARIANT_SCHEMA_VERSION;
+      in->variant.has_iter = id.kind == DF_OPK_ITER;
+      in->variant.iter_mode = DF_ITER_GENERIC;
+      in->has_variant = true;
+    } else if (!in->has_variant) {
       st = df_variant_default(id, (int64_t)in->input_count, &in->variant);
       if (df_failed(&st)) {
         df_status w = df_status_errorf(DF_EINVAL, "instruction %u (%s): %s", in->id,

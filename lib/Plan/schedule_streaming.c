@@ -53,6 +53,10 @@ static uint32_t cluster_size_of(const df_sched *s, uint32_t c) {
 }
 
 static bool heap_less(const cluster_heap *h, uint32_t a, uint32_t b) {
+  /* Equal cluster sizes (sm_count divisible by cluster_size): compare the
+     loads directly; this runs T log C times per schedule. */
+  if (h->s->topo.sm_count % h->s->topo.cluster_size == 0)
+    return h->load[a] < h->load[b] || (h->load[a] == h->load[b] && a < b);
   unsigned __int128 la = (unsigned __int128)h->load[a] * cluster_size_of(h->s, b);
   unsigned __int128 lb = (unsigned __int128)h->load[b] * cluster_size_of(h->s, a);
   return la < lb || (la == lb && a < b);
