@@ -28,4 +28,21 @@ cp "$dir/seed_attention.dfplan" "$dir/seed_attention_replan.dfplan"
 python3 "$root/scripts/gpu/attention_inputs.py" "$dir" --ref o_ref_replan.bin 300 200
 sed -e 's|o_ref.bin|o_ref_replan.bin|' -e 's|seed_attention_O|seed_attention_replan_O|' \
   -e 's|^|--replan kv=300,200 --task-extents 2 |' "$dir/seed_attention.args" >"$dir/seed_attention_replan.args"
+# A decode-sized step: 64 tasks on 132 SMs (cluster 2), lengths 256..4096,
+# block 256, once round_robin/all_at_once and once cluster_local/streaming.
+mkdir -p "$dir/decode"
+lens="$(python3 -c "import random; r=random.Random(7); print(','.join(str(r.randint(16,256)*16) for _ in range(64)))")"
+python3 "$root/scripts/gpu/attention_inputs.py" "$dir/decode" ${lens//,/ }
+for cfg in "rr:policy=round_robin reduce-strategy=all_at_once" \
+           "stream:policy=cluster_local reduce-strategy=streaming"; do
+  n="${cfg%%:*}"
+  "$bin/df-opt" "$root/examples/seed/attention.mlir" \
+    --df-schedule="sm-count=132 cluster-size=2 block-size=256 range-lengths=kv:$lens task-extents=64 ${cfg#*:}" \
+    -o "$tmp/decode_$n.mlir"
+  "$bin/df-translate" --df-to-ptx --df-link="$tmp/handlers.bc" "$tmp/decode_$n.mlir" -o "$dir/decode_$n.ptx"
+  "$bin/df-translate" --df-to-plan "$tmp/decode_$n.mlir" -o "$dir/decode_$n.dfplan"
+  echo "--block-size 256 --tensor Q=file:@DIR@/decode/q.bin:float16:64x16" \
+    "--tensor K=file:@DIR@/decode/k.bin:float16:64x4096x16 --tensor V=file:@DIR@/decode/v.bin:float16:64x4096x16" \
+    "--tensor O=zeros:float32:64x16 --check O=@DIR@/decode/o_ref.bin:0.02:0.002" >"$dir/decode_$n.args"
+done
 ls -l "$dir"
