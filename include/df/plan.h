@@ -322,6 +322,8 @@ static inline const uint32_t *df_plan_instr_inputs(const df_plan *p,
                                                    const df_instr *in) {
   return p->inputs + in->input_offset;
 }
+/* The queue of SM `sm` lies inside queue_ids (hand-edited plans may not). */
+df_status df_plan_check_queue(const df_plan *p, uint32_t sm);
 /* Coordinates of a task: row-major decomposition over extents (last
    varies fastest), or (task) without extents. Returns the count. */
 uint32_t df_plan_task_coords(const df_plan *p, uint32_t task,

@@ -13,12 +13,7 @@ static df_status assign_chains(const df_plan *p, df_hb *h, bool *increasing) {
   *increasing = true;
   for (uint32_t s = 0; s < sms; s++) {
     uint64_t off = p->queue_offsets[s], len = p->queue_lengths[s];
-    if (off + len > p->queue_id_count)
-      return df_status_errorf(DF_EINVAL,
-                              "queue of SM %u (offset %llu, length %llu) exceeds the %u "
-                              "queued instruction ids",
-                              s, (unsigned long long)off, (unsigned long long)len,
-                              p->queue_id_count);
+    DF_TRY(df_plan_check_queue(p, s));
     const uint32_t *q = p->queue_ids + off;
     for (uint32_t i = 0; i < len; i++) {
       uint32_t id = q[i];

@@ -13,12 +13,7 @@ df_status df_pack_order(df_pack_ctx *c) {
     return DF_ARENA_OOM("the pack order");
   for (uint32_t s = 0; s < p->topology.sm_count; s++) {
     uint64_t off = p->queue_offsets[s], len = p->queue_lengths[s];
-    if (off + len > p->queue_id_count)
-      return df_status_errorf(DF_EINVAL,
-                              "queue of SM %u (offset %llu, length %llu) exceeds the %u "
-                              "queued instruction ids",
-                              s, (unsigned long long)off, (unsigned long long)len,
-                              p->queue_id_count);
+    DF_TRY(df_plan_check_queue(p, s));
     k->queue_offsets[s] = at;
     k->queue_lengths[s] = (uint32_t)len;
     for (uint64_t i = 0; i < len; i++) {

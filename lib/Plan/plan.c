@@ -252,6 +252,17 @@ df_status df_plan_set_queues(df_plan *p, const uint32_t *lengths,
   return df_status_ok();
 }
 
+df_status df_plan_check_queue(const df_plan *p, uint32_t sm) {
+  uint64_t off = p->queue_offsets[sm], len = p->queue_lengths[sm];
+  if (off + len > p->queue_id_count)
+    return df_status_errorf(DF_EINVAL,
+                            "queue of SM %u (offset %llu, length %llu) exceeds the %u "
+                            "queued instruction ids",
+                            sm, (unsigned long long)off, (unsigned long long)len,
+                            p->queue_id_count);
+  return df_status_ok();
+}
+
 uint32_t df_plan_task_coords(const df_plan *p, uint32_t task,
                              uint32_t coords[DF_MAX_AXES]) {
   if (p->extent_count == 0) {

@@ -11,6 +11,13 @@
 
 enum { RUN_MAX_TENSORS = 64, RUN_MAX_LENGTHS = 4096 };
 
+/* --backend: the CUDA driver through libdfrt, or the host backend
+   (df_host_run, handlers from a host-compiled shared object). */
+typedef enum run_backend { RUN_BACKEND_CUDA = 0, RUN_BACKEND_HOST = 1 } run_backend;
+
+/* Exit statuses of df-run. */
+enum { RUN_EXIT_OK = 0, RUN_EXIT_CHECK = 1, RUN_EXIT_ERROR = 2, RUN_EXIT_DIAGNOSIS = 3 };
+
 typedef struct run_binding {
   const char *name; /* program tensor name or index */
   const char *spec; /* tensor spec (--tensor) or path (--check/--save) */
@@ -18,6 +25,7 @@ typedef struct run_binding {
 } run_binding;
 
 typedef struct run_options {
+  run_backend backend;
   const char *kernel;
   const char *plan;
   const char *kernel_name;
@@ -38,6 +46,13 @@ typedef struct run_options {
   uint32_t extents[DF_MAX_AXES];
   df_policy policy;
   df_reduce_strategy strategy;
+  /* host backend */
+  const char *handlers; /* --handlers FILE.so */
+  const char *op_log;   /* --op-log FILE */
+  bool cost;            /* --cost */
+  uint32_t threads;     /* --threads N (0 = not given: 1) */
+  /* CUDA-only options given (rejected with --backend=host) */
+  const char *cuda_only;
   bool help;
 } run_options;
 
