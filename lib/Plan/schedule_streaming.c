@@ -33,11 +33,6 @@ static void ws_free(df_sched *s, stream_ws *w) {
   df_free(a, w->group_key);
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* Min-heap of clusters by load per SM (cross-multiplied), ties -> lower id. */
 typedef struct cluster_heap {
   uint32_t *ids;
@@ -78,6 +73,24 @@ static void heap_sift_down(cluster_heap *h, uint32_t i) {
   }
 }
 
+/* Longest first, ties by task id: the keys start in task order, so a
+   stable LSD radix sort on their high 32 bits (UINT32_MAX - length) is
+   enough; `tmp` holds n keys. Four passes leave the result in `key`. */
+static void sort_longest_first(uint64_t *key, uint64_t *tmp, uint32_t n) {
+  for (unsigned shift = 32; shift < 64; shift += 8) {
+    uint32_t pos[257] = {0};
+    for (uint32_t i = 0; i < n; i++)
+      pos[((key[i] >> shift) & 255) + 1]++;
+    for (int d = 0; d < 256; d++)
+      pos[d + 1] += pos[d];
+    for (uint32_t i = 0; i < n; i++)
+      tmp[pos[(key[i] >> shift) & 255]++] = key[i];
+    uint64_t *t = key;
+    key = tmp;
+    tmp = t;
+  }
+}
+
 /* Tasks to clusters longest first, each to the least loaded cluster per SM;
    fills w->cluster_of and, in w->scratch, each cluster's tasks in
    assignment order (offsets in the returned `starts`). */
@@ -87,7 +100,7 @@ static df_status assign_clusters(df_sched *s, stream_ws *w, uint32_t *starts) {
   uint64_t *key = w->scratch; /* [0, T): order keys; [T, 2T): cluster lists */
   for (uint32_t t = 0; t < T; t++)
     key[t] = ((uint64_t)(UINT32_MAX - r->lengths[t]) << 32) | t;
-  qsort(key, T, sizeof *key, cmp_u64);
+  sort_longest_first(key, key + T, T);
   cluster_heap h = {.s = s, .n = C};
   h.ids = df_alloc(&s->p->alloc, sizeof(uint32_t) * C);
   h.load = df_alloc(&s->p->alloc, sizeof(uint64_t) * C);
