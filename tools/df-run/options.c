@@ -4,39 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void run_usage(FILE *out) {
-  fputs(
-      "usage: df-run --kernel KERNEL.ptx|.cubin --plan PLAN.dfplan [options]\n"
-      "Load a df persistent kernel and its plan blob, bind tensors, launch N times,\n"
-      "check outputs against reference files and print timings.\n"
-      "\n"
-      "  --kernel PATH            PTX, cubin or fatbin image\n"
-      "  --plan PATH              plan blob (df-translate --df-to-plan)\n"
-      "  --kernel-name NAME       entry point (default df_persistent_kernel)\n"
-      "  --device N               CUDA device ordinal (default 0)\n"
-      "  --tensor NAME=SPEC       bind a tensor argument (program name or index):\n"
-      "                             file:PATH:DTYPE:SHAPE     raw little-endian contents\n"
-      "                             random:DTYPE:SHAPE[:SEED] seeded values (floats in [-1,1))\n"
-      "                             zeros:DTYPE:SHAPE\n"
-      "                           SHAPE is dims joined by 'x' (4x16) or 'scalar'\n"
-      "  --check NAME=REF[:RTOL[:ATOL]]  compare the tensor after the runs with a raw file\n"
-      "                           (|out-ref| <= atol + rtol*|ref|; defaults 1e-3, 1e-5)\n"
-      "  --save NAME=PATH         write the tensor after the runs\n"
-      "  --iters N                timed launches (default 1)\n"
-      "  --warmup N               untimed launches first (default 0)\n"
-      "  --block-dim X[,Y,Z]      CTA shape (default 128,1,1)\n"
-      "  --block-size N           plan range block size passed to the kernel (blobs do not\n"
-      "                           record it; default 1); required with --replan\n"
-      "  --replan AXIS=L1,L2,...  re-plan the blob's program for new range lengths\n"
-      "  --task-extents E0[,E1..] task extents of --replan (product = task count)\n"
-      "  --policy round_robin|cluster_local, --strategy all_at_once|streaming|streaming_tree\n"
-      "                           scheduler options of --replan\n"
-      "  --seed N                 seed of random tensors without their own (default 1)\n"
-      "  --staging-out PATH       copy global staging back after each launch, write the last\n"
-      "  --driver LIB             CUDA driver library (default libcuda.so.1)\n"
-      "  -h, --help               this text\n",
-      out);
-}
+#include "df/host_backend.h"
 
 static df_status parse_u32(const char *opt, const char *text, uint32_t min, uint32_t *out) {
   char *end;
@@ -167,37 +135,125 @@ static df_status parse_block_dim(const char *text, run_options *o) {
   return df_status_ok();
 }
 
+static df_status parse_backend(const char *text, run_backend *out) {
+  if (strcmp(text, "cuda") == 0)
+    *out = RUN_BACKEND_CUDA;
+  else if (strcmp(text, "host") == 0)
+    *out = RUN_BACKEND_HOST;
+  else
+    return df_status_errorf(DF_EINVAL, "--backend: '%s' is not a backend (cuda or host)", text);
+  return df_status_ok();
+}
+
+/* Options of one backend only: the name of the first one given. */
+typedef struct backend_only {
+  const char *cuda, *host;
+} backend_only;
+
+static df_status parse_backend_option(const char *a, char *v, run_options *o, backend_only *only,
+                                      bool *matched) {
+  *matched = true;
+  if (strcmp(a, "--backend") == 0)
+    return parse_backend(v, &o->backend);
+  if (strcmp(a, "--handlers") == 0) {
+    o->handlers = v;
+    only->host = only->host ? only->host : "--handlers";
+  } else if (strcmp(a, "--op-log") == 0) {
+    o->op_log = v;
+    only->host = only->host ? only->host : "--op-log";
+  } else if (strcmp(a, "--threads") == 0) {
+    DF_TRY(parse_u32(a, v, 1, &o->threads));
+    if (o->threads > DF_HOST_MAX_THREADS)
+      return df_status_errorf(DF_EINVAL, "--threads: %u is more than the host backend's %u",
+                              o->threads, DF_HOST_MAX_THREADS);
+    only->host = only->host ? only->host : "--threads";
+  } else {
+    *matched = false;
+  }
+  return df_status_ok();
+}
+
+static df_status check_backend(const run_options *o, const backend_only *only) {
+  if (o->backend == RUN_BACKEND_HOST) {
+    if (only->cuda)
+      return df_status_errorf(DF_EINVAL,
+                              "%s is for --backend=cuda; the host backend loads no kernel image "
+                              "or driver (see --help)",
+                              only->cuda);
+    if (!o->plan)
+      return df_status_errorf(DF_EINVAL, "--backend=host needs --plan (see --help)");
+    if (!o->handlers)
+      return df_status_errorf(DF_EINVAL,
+                              "--backend=host needs --handlers FILE.so (the plan's handlers "
+                              "compiled for the host)");
+    return df_status_ok();
+  }
+  if (only->host)
+    return df_status_errorf(DF_EINVAL, "%s needs --backend=host", only->host);
+  if (!o->kernel || !o->plan)
+    return df_status_errorf(DF_EINVAL, "--kernel and --plan are required (see --help)");
+  return df_status_ok();
+}
+
 df_status run_options_parse(int argc, char **argv, run_options *o) {
   memset(o, 0, sizeof *o);
   o->iters = 1;
   o->seed = 1;
   o->policy = DF_POLICY_ROUND_ROBIN;
   o->strategy = DF_REDUCE_ALL_AT_ONCE;
+  backend_only only = {NULL, NULL};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
       o->help = true;
       return df_status_ok();
     }
-    if (strncmp(a, "--", 2) != 0)
-      return df_status_errorf(DF_EINVAL, "unexpected argument '%s'", a);
-    if (i + 1 >= argc)
-      return df_status_errorf(DF_EINVAL, "%s needs a value", a);
-    char *v = argv[++i];
+    if (strncmp(arg, "--", 2) != 0)
+      return df_status_errorf(DF_EINVAL, "unexpected argument '%s'", arg);
+    /* --NAME VALUE or --NAME=VALUE */
+    char a[64];
+    char *v = strchr(argv[i], '=');
+    size_t len = v ? (size_t)(v - arg) : strlen(arg);
+    if (len >= sizeof a)
+      return df_status_errorf(DF_EINVAL, "unknown option '%s' (see --help)", arg);
+    memcpy(a, arg, len);
+    a[len] = '\0';
+    if (v)
+      v++;
+    if (strcmp(a, "--cost") == 0) {
+      if (v)
+        return df_status_errorf(DF_EINVAL, "--cost takes no value, got '%s'", arg);
+      o->cost = true;
+      only.host = only.host ? only.host : "--cost";
+      continue;
+    }
+    if (!v) {
+      if (i + 1 >= argc)
+        return df_status_errorf(DF_EINVAL, "%s needs a value", a);
+      v = argv[++i];
+    }
+    bool matched;
+    DF_TRY(parse_backend_option(a, v, o, &only, &matched));
+    if (matched)
+      continue;
     if (strcmp(a, "--kernel") == 0) {
       o->kernel = v;
+      only.cuda = only.cuda ? only.cuda : "--kernel";
     } else if (strcmp(a, "--plan") == 0) {
       o->plan = v;
     } else if (strcmp(a, "--kernel-name") == 0) {
       o->kernel_name = v;
+      only.cuda = only.cuda ? only.cuda : "--kernel-name";
     } else if (strcmp(a, "--driver") == 0) {
       o->driver = v;
+      only.cuda = only.cuda ? only.cuda : "--driver";
     } else if (strcmp(a, "--device") == 0) {
       uint32_t d;
       DF_TRY(parse_u32(a, v, 0, &d));
       if (d > 1024)
         return df_status_errorf(DF_EINVAL, "--device: %u is not a device ordinal", d);
       o->device = (int)d;
+      only.cuda = only.cuda ? only.cuda : "--device";
     } else if (strcmp(a, "--iters") == 0) {
       DF_TRY(parse_u32(a, v, 1, &o->iters));
     } else if (strcmp(a, "--warmup") == 0) {
@@ -206,6 +262,7 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
       DF_TRY(parse_u32(a, v, 1, &o->block_size));
     } else if (strcmp(a, "--block-dim") == 0) {
       DF_TRY(parse_block_dim(v, o));
+      only.cuda = only.cuda ? only.cuda : "--block-dim";
     } else if (strcmp(a, "--seed") == 0) {
       char *end;
       errno = 0;
@@ -233,8 +290,7 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
       return df_status_errorf(DF_EINVAL, "unknown option '%s' (see --help)", a);
     }
   }
-  if (!o->kernel || !o->plan)
-    return df_status_errorf(DF_EINVAL, "--kernel and --plan are required (see --help)");
+  DF_TRY(check_backend(o, &only));
   if (o->replan_axis && !o->block_size)
     return df_status_errorf(DF_EINVAL, "--replan needs --block-size");
   return df_status_ok();

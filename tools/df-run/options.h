@@ -51,8 +51,6 @@ typedef struct run_options {
   const char *op_log;   /* --op-log FILE */
   bool cost;            /* --cost */
   uint32_t threads;     /* --threads N (0 = not given: 1) */
-  /* CUDA-only options given (rejected with --backend=host) */
-  const char *cuda_only;
   bool help;
 } run_options;
 
