@@ -27,6 +27,19 @@ typedef struct df_ptx_options {
 df_status df_emit_ptx(const df_packed *k, const df_ptx_options *o, char **ptx,
                       size_t *len);
 
+typedef struct df_host_handler_options {
+  const char *output;            /* shared object path */
+  const char *const *link_files; /* handler bitcode compiled for the host */
+  unsigned link_count;
+  const char *cc;                /* linker driver; NULL = "cc" */
+} df_host_handler_options;
+
+/* Link host handler bitcode, add one exported thunk per handler of the
+   plan under its packed symbol (dataflow_handler_<id>_<name>, calling the
+   variant's specialised symbol or the operator name), optimise at O2 and
+   link a shared object the host backend loads (df-run --backend=host). */
+df_status df_emit_host_handlers(const df_packed *k, const df_host_handler_options *o);
+
 #ifdef __cplusplus
 }
 #endif

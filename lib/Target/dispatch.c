@@ -8,8 +8,7 @@
 
 /* The symbol implementing handler `h`: the variant's specialised name when
    the module defines it, else the operator name. */
-static LLVMValueRef find_handler(LLVMModuleRef m, const df_handler *h, char *tried,
-                                 size_t cap) {
+LLVMValueRef df_find_handler(LLVMModuleRef m, const df_handler *h, char *tried, size_t cap) {
   char special[2 * DF_NAME_MAX + 48] = "";
   if (h->has_variant)
     df_variant_diag_name(&h->variant, h->name, special, sizeof special);
@@ -25,6 +24,23 @@ static LLVMValueRef find_handler(LLVMModuleRef m, const df_handler *h, char *tri
       return f;
   }
   return NULL;
+}
+
+df_status df_resolve_handler(LLVMModuleRef m, const df_handler *h, LLVMValueRef *out) {
+  char tried[4 * DF_NAME_MAX + 64];
+  LLVMValueRef fn = df_find_handler(m, h, tried, sizeof tried);
+  if (!fn)
+    return df_status_errorf(DF_EINVAL,
+                            "handler %u ('%s', %s) has no implementation in the linked "
+                            "bitcode (looked for %s); link one with --df-link=FILE.bc",
+                            h->id, h->name, df_op_kind_name(h->kind), tried);
+  LLVMTypeRef fty = LLVMGlobalGetValueType(fn);
+  LLVMTypeRef voidt = LLVMVoidTypeInContext(LLVMGetModuleContext(m));
+  if (LLVMCountParamTypes(fty) != 1 || LLVMGetReturnType(fty) != voidt)
+    return df_status_errorf(DF_EINVAL, "handler '%s' must have the signature void(const df_ctx *)",
+                            LLVMGetValueName(fn));
+  *out = fn;
+  return df_status_ok();
 }
 
 df_status df_build_dispatch(LLVMModuleRef m, const df_packed *k) {
@@ -51,22 +67,10 @@ df_status df_build_dispatch(LLVMModuleRef m, const df_packed *k) {
   df_status st = df_status_ok();
   for (uint32_t i = 0; i < k->handler_count && st.code == DF_OK; i++) {
     const df_handler *h = &k->handlers[i];
-    char tried[4 * DF_NAME_MAX + 64];
-    LLVMValueRef fn = find_handler(m, h, tried, sizeof tried);
-    if (!fn) {
-      st = df_status_errorf(DF_EINVAL,
-                            "handler %u ('%s', %s) has no implementation in the linked "
-                            "bitcode (looked for %s); link one with --df-link=FILE.bc",
-                            h->id, h->name, df_op_kind_name(h->kind), tried);
+    LLVMValueRef fn;
+    st = df_resolve_handler(m, h, &fn);
+    if (df_failed(&st))
       break;
-    }
-    LLVMTypeRef fty = LLVMGlobalGetValueType(fn);
-    if (LLVMCountParamTypes(fty) != 1 || LLVMGetReturnType(fty) != voidt) {
-      st = df_status_errorf(DF_EINVAL,
-                            "handler '%s' must have the signature void(const df_ctx *)",
-                            LLVMGetValueName(fn));
-      break;
-    }
     char name[32];
     snprintf(name, sizeof name, "h%u", h->id);
     LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(ctx, dispatch, name);

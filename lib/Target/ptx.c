@@ -25,19 +25,26 @@ static df_status take_error(LLVMErrorRef e, const char *what) {
   return s;
 }
 
-/* LLVM's default diagnostic handler exits the process on errors; keep the
-   last message instead and report it as a status. */
-typedef struct diag_sink {
-  char message[256];
-} diag_sink;
-
 static void record_diagnostic(LLVMDiagnosticInfoRef info, void *user) {
-  diag_sink *sink = user;
+  df_diag_sink *sink = user;
   if (LLVMGetDiagInfoSeverity(info) != LLVMDSError)
     return;
   char *text = LLVMGetDiagInfoDescription(info);
   snprintf(sink->message, sizeof sink->message, "%s", text);
   LLVMDisposeMessage(text);
+}
+
+LLVMContextRef df_llvm_context_create(df_diag_sink *sink) {
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMContextSetDiagnosticHandler(ctx, record_diagnostic, sink);
+  return ctx;
+}
+
+void df_diag_sink_append(const df_diag_sink *sink, df_status *s) {
+  if (s->code != DF_OK && sink->message[0]) {
+    size_t n = strlen(s->message);
+    snprintf(s->message + n, sizeof s->message - n, " (LLVM: %s)", sink->message);
+  }
 }
 
 static bool is_bitcode(LLVMMemoryBufferRef buf) {
@@ -48,8 +55,8 @@ static bool is_bitcode(LLVMMemoryBufferRef buf) {
   return n >= 4 && (!memcmp(p, raw, 4) || !memcmp(p, wrapper, 4));
 }
 
-static df_status parse_bc(LLVMContextRef ctx, LLVMMemoryBufferRef buf, const char *name,
-                          LLVMModuleRef *out) {
+df_status df_parse_bitcode(LLVMContextRef ctx, LLVMMemoryBufferRef buf, const char *name,
+                           LLVMModuleRef *out) {
   if (!is_bitcode(buf) || LLVMParseBitcodeInContext2(ctx, buf, out)) {
     LLVMDisposeMemoryBuffer(buf);
     return df_status_errorf(DF_EFORMAT, "'%s' is not LLVM bitcode", name);
@@ -58,7 +65,8 @@ static df_status parse_bc(LLVMContextRef ctx, LLVMMemoryBufferRef buf, const cha
   return df_status_ok();
 }
 
-static df_status link_file(LLVMContextRef ctx, LLVMModuleRef dest, const char *path) {
+df_status df_link_bitcode_file(LLVMContextRef ctx, LLVMModuleRef dest, const char *path,
+                               const char *triple_prefix, const char *hint) {
   LLVMMemoryBufferRef buf;
   char *msg = NULL;
   if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
@@ -68,13 +76,11 @@ static df_status link_file(LLVMContextRef ctx, LLVMModuleRef dest, const char *p
     return s;
   }
   LLVMModuleRef m;
-  DF_TRY(parse_bc(ctx, buf, path, &m));
+  DF_TRY(df_parse_bitcode(ctx, buf, path, &m));
   const char *triple = LLVMGetTarget(m);
-  if (triple[0] && strncmp(triple, "nvptx64", 7) != 0) {
-    df_status s = df_status_errorf(DF_EINVAL,
-                                   "handler bitcode '%s' targets '%s'; compile it with "
-                                   "--target=" DF_TRIPLE,
-                                   path, triple);
+  if (triple_prefix && triple[0] && strncmp(triple, triple_prefix, strlen(triple_prefix)) != 0) {
+    df_status s = df_status_errorf(DF_EINVAL, "handler bitcode '%s' targets '%s'; %s", path,
+                                   triple, hint);
     LLVMDisposeModule(m);
     return s;
   }
@@ -157,15 +163,15 @@ df_status df_emit_ptx(const df_packed *k, const df_ptx_options *o, char **ptx, s
   DF_TRY(check_sm(sm));
   if (!o->runtime_bc || !o->runtime_bc_size)
     return df_status_errorf(DF_EINTERNAL, "no device runtime bitcode was given");
-  LLVMContextRef ctx = LLVMContextCreate();
-  diag_sink sink = {""};
-  LLVMContextSetDiagnosticHandler(ctx, record_diagnostic, &sink);
+  df_diag_sink sink = {""};
+  LLVMContextRef ctx = df_llvm_context_create(&sink);
   LLVMModuleRef m = NULL;
   LLVMMemoryBufferRef rt = LLVMCreateMemoryBufferWithMemoryRangeCopy(
       o->runtime_bc, o->runtime_bc_size, "df_device_runtime");
-  df_status s = parse_bc(ctx, rt, "df_device_runtime", &m);
+  df_status s = df_parse_bitcode(ctx, rt, "df_device_runtime", &m);
   for (unsigned i = 0; s.code == DF_OK && i < o->link_count; i++)
-    s = link_file(ctx, m, o->link_files[i]);
+    s = df_link_bitcode_file(ctx, m, o->link_files[i], "nvptx64",
+                             "compile it with --target=" DF_TRIPLE);
   if (s.code == DF_OK && !LLVMGetNamedFunction(m, DF_KERNEL_NAME))
     s = df_status_errorf(DF_EINTERNAL, "the device runtime has no %s", DF_KERNEL_NAME);
   if (s.code == DF_OK)
@@ -174,10 +180,7 @@ df_status df_emit_ptx(const df_packed *k, const df_ptx_options *o, char **ptx, s
     internalize(m);
     s = emit(m, sm, ptx, len);
   }
-  if (s.code != DF_OK && sink.message[0]) {
-    size_t n = strlen(s.message);
-    snprintf(s.message + n, sizeof s.message - n, " (LLVM: %s)", sink.message);
-  }
+  df_diag_sink_append(&sink, &s);
   if (m)
     LLVMDisposeModule(m);
   LLVMContextDispose(ctx);

@@ -5,6 +5,28 @@
 #include "df/target.h"
 #include "llvm-c/Types.h"
 
+/* LLVM's default diagnostic handler exits the process on errors; contexts
+   made here keep the last error message instead. */
+typedef struct df_diag_sink {
+  char message[256];
+} df_diag_sink;
+LLVMContextRef df_llvm_context_create(df_diag_sink *sink);
+/* Append the recorded LLVM message (if any) to a failed status. */
+void df_diag_sink_append(const df_diag_sink *sink, df_status *s);
+
+/* The function implementing handler `h` in `m` (the variant's specialised
+   symbol, else the operator name), with its signature checked. */
+df_status df_resolve_handler(LLVMModuleRef m, const df_handler *h, LLVMValueRef *out);
+LLVMValueRef df_find_handler(LLVMModuleRef m, const df_handler *h, char *tried, size_t cap);
+
+/* Parse bitcode from `buf` (consumed), refusing what is not bitcode. */
+df_status df_parse_bitcode(LLVMContextRef ctx, LLVMMemoryBufferRef buf, const char *name,
+                           LLVMModuleRef *out);
+/* Link the bitcode file at `path` into `dest`; `triple_prefix` ("nvptx64",
+   or NULL for any) guards against handler bitcode built for another target. */
+df_status df_link_bitcode_file(LLVMContextRef ctx, LLVMModuleRef dest, const char *path,
+                               const char *triple_prefix, const char *hint);
+
 /* Define df_dispatch in `m` for the plan's handler table. */
 df_status df_build_dispatch(LLVMModuleRef m, const df_packed *k);
 

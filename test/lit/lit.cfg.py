@@ -27,3 +27,6 @@ config.substitutions.append(("%ptxas", config.ptxas or "ptxas"))
 
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
+
+# Build-tree helpers (input/reference generators of the runtime tests).
+config.substitutions.append(("%df_obj", config.df_obj_root))

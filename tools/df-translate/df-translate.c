@@ -21,6 +21,7 @@ typedef struct input {
   const char *sm;           /* --df-sm= */
   const char *links[16];    /* --df-link= */
   unsigned link_count;
+  const char *output;       /* -o, NULL for stdout */
 } tr_input;
 
 typedef struct translation {
@@ -107,6 +108,18 @@ static df_status to_ptx(const tr_input *in, FILE *out) {
 #endif
 }
 
+static df_status to_host(const tr_input *in, FILE *out) {
+  (void)out;
+  if (!in->output)
+    return df_status_errorf(DF_EINVAL, "--df-to-host writes a shared object; give -o FILE.so");
+  df_packed *k;
+  DF_TRY(pack_module(in->module, &k, NULL));
+  df_host_handler_options o = {in->output, in->links, in->link_count, getenv("DF_HOST_CC")};
+  df_status s = df_emit_host_handlers(k, &o);
+  df_packed_destroy(k);
+  return s;
+}
+
 static const translation translations[] = {
     {"--df-program-dump",
      "print the program model: stages, intermediates with slot bytes, operator ids and "
@@ -121,6 +134,10 @@ static const translation translations[] = {
      "emit the persistent kernel for the plan as PTX (--df-link=FILE.bc adds handler "
      "bitcode, --df-sm=sm_90a|sm_90 picks the target)",
      false, to_ptx},
+    {"--df-to-host",
+     "link host handler bitcode (--df-link=FILE.bc) into a shared object exporting the "
+     "plan's handler symbols, for df-run --backend=host (-o FILE.so required)",
+     false, to_host},
     {NULL, NULL, false, NULL},
 };
 
@@ -203,7 +220,7 @@ int main(int argc, char **argv) {
     free(text);
     return 2;
   }
-  tr_input in = {{NULL}, NULL, 0, json, sm, {NULL}, link_count};
+  tr_input in = {{NULL}, NULL, 0, json, sm, {NULL}, link_count, output};
   for (unsigned i = 0; i < link_count; i++)
     in.links[i] = links[i];
   bool is_blob = len >= DF_BLOB_MAGIC_BYTES && !memcmp(text, DF_BLOB_MAGIC, DF_BLOB_MAGIC_BYTES);
@@ -224,7 +241,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "df-translate: %s\n", s.message);
     rc = 1;
   } else {
-    FILE *out = output ? fopen(output, "wb") : stdout;
+    /* --df-to-host writes its own file through the linker. */
+    FILE *out = chosen->run == to_host ? stdout : output ? fopen(output, "wb") : stdout;
     if (!out) {
       fprintf(stderr, "df-translate: cannot write '%s'\n", output);
       rc = 1;
@@ -234,7 +252,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "df-translate: %s\n", s.message);
         rc = 1;
       }
-      if (output)
+      if (out != stdout)
         fclose(out);
     }
   }
