@@ -76,13 +76,15 @@ static df_status finish(hb_run *r, hb_cta *c, uint32_t j, uint32_t n, uint32_t p
   return df_status_ok();
 }
 
+/* Every receive with a barrier completes and consumes one phase, the
+   default thread-copy path included (the device's leader arrives on the
+   barrier there too), because phases are assigned over the cluster and
+   HBM uses of a barrier together (REFERENCE 3.7). */
 static bool uses_barrier(const hb_run *r, const df_abi_comm *m) {
-  if (hb_comm_signal_only(r->k, m))
-    return false;
-  return m->kind != DF_COMM_HBM_RECV || r->bulk_hbm;
+  return !hb_comm_signal_only(r->k, m) && hb_comm_barrier(r->k, m) != HB_S;
 }
 
-/* Complete and consume the receiver's barrier phase of a bulk receive. */
+/* Complete and consume the receiver's barrier phase of a receive. */
 static df_status bulk_phase(hb_run *r, hb_cta *c, uint32_t j, uint32_t f) {
   const df_abi_comm *m = &r->k->comms[j];
   uint32_t b = hb_comm_barrier(r->k, m);

@@ -137,8 +137,11 @@ typedef struct hb_run {
   /* dynamic state */
   uint8_t *comm_done, *handler_done;
   double *instr_finish;
-  hb_delivery *deliveries;
+  hb_delivery *deliveries;          /* every HBM send with a receive, in order */
   uint32_t delivery_count, delivery_cap;
+  uint32_t *granule;                /* per 16 staging bytes: 1 + delivery, 0 none */
+  uint32_t granule_count;
+  uint32_t *delivery_of_recv;       /* per comm: 1 + its delivery, 0 none */
   uint64_t steps;
   df_host_result *out;
   uint32_t op_cap;

@@ -10,7 +10,9 @@
 #include "host_internal.h"
 
 /* Barrier and awaited parity of a receive group, or false when the comm
-   waits on no barrier (sends, issues, default-path and signal-only HBM). */
+   waits on no barrier (sends, issues, signal-only HBM, receives without a
+   barrier). Default-path HBM receives with a barrier count too: the
+   device's leader arrives on it (phases are shared with cluster uses). */
 static bool waits_on_barrier(const hb_run *r, const df_abi_comm *c, uint32_t *b,
                              uint32_t *parity) {
   const df_packed *k = r->k;
@@ -19,8 +21,8 @@ static bool waits_on_barrier(const hb_run *r, const df_abi_comm *c, uint32_t *b,
     *parity = c->flag_epoch & 1u;
     return true;
   }
-  bool bulk = (c->kind == DF_COMM_HBM_RECV && r->bulk_hbm) || c->kind == DF_COMM_HBM_RECV_WAIT;
-  if (!bulk || hb_comm_signal_only(k, c))
+  bool recv = c->kind == DF_COMM_HBM_RECV || c->kind == DF_COMM_HBM_RECV_WAIT;
+  if (!recv || hb_comm_signal_only(k, c) || hb_comm_barrier(k, c) == HB_S)
     return false;
   *b = hb_comm_barrier(k, c);
   *parity = c->barrier_phase & 1u;

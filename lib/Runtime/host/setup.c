@@ -200,6 +200,8 @@ void hb_teardown(hb_run *r) {
   df_free(al, r->comm_match);
   df_free(al, r->comm_done);
   df_free(al, r->deliveries);
+  df_free(al, r->granule);
+  df_free(al, r->delivery_of_recv);
   df_launch_package_free(&r->pkg, al);
   memset(r, 0, sizeof *r);
 }

@@ -3,6 +3,8 @@
    the pairing of every receive with its send. */
 #include <stdio.h>
 
+#include <string.h>
+
 #include "host_internal.h"
 
 uint32_t hb_group_len(const df_packed *k, uint32_t j) {
@@ -149,23 +151,50 @@ static bool pairs(const hb_run *r, uint32_t send, uint32_t recv) {
 }
 
 /* Pair receives with sends (first unpaired in packed order) and HBM
-   issues with their waits. */
-static void match(hb_run *r) {
+   issues with their waits. Sends are bucketed by destination slot (part of
+   the transfer key) so pairing stays linear on full-chip plans. */
+static df_status match(hb_run *r) {
   const df_packed *k = r->k;
+  uint32_t slots = k->slot_count;
+  uint32_t *first = df_alloc(&r->al, sizeof(uint32_t) * ((uint64_t)slots + 1));
+  uint32_t *sends = df_alloc(&r->al, sizeof(uint32_t) * (k->comm_count ? k->comm_count : 1));
+  if (!first || !sends) {
+    df_free(&r->al, first);
+    df_free(&r->al, sends);
+    return hb_oom("comm pairing");
+  }
+  memset(first, 0, sizeof(uint32_t) * ((uint64_t)slots + 1));
+  for (uint32_t s = 0; s < k->comm_count; s++)
+    if (k->comms[s].dst_slot_id < slots)
+      first[k->comms[s].dst_slot_id + 1]++;
+  for (uint32_t i = 0; i < slots; i++)
+    first[i + 1] += first[i];
+  for (uint32_t s = 0; s < k->comm_count; s++) {
+    uint32_t d = k->comms[s].dst_slot_id;
+    if (d < slots)
+      sends[first[d]++] = s;
+  }
+  for (uint32_t i = slots; i > 0; i--) /* restore the bucket starts */
+    first[i] = first[i - 1];
+  first[0] = 0;
   for (uint32_t v = 0; v < k->comm_count; v++) {
-    uint32_t kind = k->comms[v].kind;
-    if (r->comm_instr[v] == HB_S)
+    uint32_t kind = k->comms[v].kind, d = k->comms[v].dst_slot_id;
+    if (r->comm_instr[v] == HB_S || d >= slots)
       continue;
     if (kind == DF_COMM_CLUSTER_RECV || kind == DF_COMM_HBM_RECV ||
         kind == DF_COMM_HBM_RECV_WAIT) {
-      for (uint32_t s = 0; s < k->comm_count; s++)
+      for (uint32_t x = first[d]; x < first[d + 1]; x++) {
+        uint32_t s = sends[x];
         if (r->comm_match[s] == HB_S && pairs(r, s, v)) {
           r->comm_match[s] = v;
           r->comm_match[v] = s;
           break;
         }
+      }
     }
   }
+  df_free(&r->al, first);
+  df_free(&r->al, sends);
   for (uint32_t v = 0; v < k->comm_count; v++) {
     const df_abi_comm *c = &k->comms[v];
     if (c->kind != DF_COMM_HBM_RECV_ISSUE || r->comm_instr[v] == HB_S)
@@ -186,6 +215,7 @@ static void match(hb_run *r) {
       }
     }
   }
+  return df_status_ok();
 }
 
 df_status hb_validate_comms(hb_run *r) {
@@ -201,6 +231,6 @@ df_status hb_validate_comms(hb_run *r) {
     for (uint32_t j = in->comm_offset; j < end; j += hb_group_len(k, j))
       DF_TRY(check_group(r, i, j, end));
   }
-  match(r);
+  DF_TRY(match(r));
   return df_status_ok();
 }
