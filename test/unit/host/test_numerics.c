@@ -103,6 +103,52 @@ static void all_at_once_long(void **state) {
 /* Skewed random lengths on 8 SMs, clusters of 2 and 4, every policy and
    strategy, three execution orders: every run must finish with the right
    numbers (streaming plans whose CTAs serve several tasks included). */
+/* Barriers are shared by the HBM and cluster receives of one CTA (phases
+   are assigned over both, REFERENCE 3.7): in this round_robin plan a CTA
+   receives over HBM and later over the cluster on the same barrier, so a
+   default-path HBM receive must complete its barrier phase too (as the
+   device's leader does), else the cluster receive waits for the wrong
+   parity. (Found on a full-chip decode plan; this is a small one.) */
+static void hbm_then_cluster_on_one_barrier(void **state) {
+  (void)state;
+  static const uint32_t kv[11] = {320, 512, 704, 128, 64, 768, 704, 128, 320, 512, 192};
+  df_plan *p = seed_schedule_attention(4, 2, kv, 11, 64, DF_POLICY_ROUND_ROBIN,
+                                       DF_REDUCE_ALL_AT_ONCE, true);
+  df_packed *k = ht_pack(p, NULL);
+  /* the plan really mixes the two kinds of receive on one barrier */
+  bool mixed = false;
+  for (uint32_t s = 0; s < k->topology.sm_count && !mixed; s++) {
+    uint32_t q0 = k->queue_offsets[s], n = k->queue_lengths[s];
+    uint8_t seen[1024] = {0};
+    for (uint32_t q = q0; q < q0 + n && !mixed; q++)
+      for (uint32_t j = k->instrs[q].comm_offset;
+           j < k->instrs[q].comm_offset + k->instrs[q].comm_count; j++) {
+        const df_abi_comm *c = &k->comms[j];
+        uint32_t b = c->kind == DF_COMM_HBM_RECV ? c->barrier_index
+                     : c->kind == DF_COMM_CLUSTER_RECV ? k->slots[c->dst_slot_id].barrier_index
+                                                       : DF_SENTINEL;
+        if (b == DF_SENTINEL || b >= 1024)
+          continue;
+        if (c->kind == DF_COMM_HBM_RECV)
+          seen[b] = 1;
+        else
+          mixed |= seen[b];
+      }
+  }
+  assert_true(mixed);
+  float *rows;
+  df_host_result res;
+  df_status st = ht_run_attention(k, 11, 64, NULL, &rows, &res);
+  if (st.code != DF_OK)
+    fprintf(stderr, "%s\n", st.message);
+  assert_int_equal(st.code, DF_OK);
+  ht_check_attention(rows, kv, 11);
+  df_host_result_free(&res);
+  free(rows);
+  df_packed_destroy(k);
+  df_plan_destroy(p);
+}
+
 static void random_skewed(void **state) {
   (void)state;
   df_program *assoc = ht_associative_attention_program();
@@ -398,6 +444,7 @@ int main(void) {
       cmocka_unit_test(streaming_tree),
       cmocka_unit_test(all_at_once_long),
       cmocka_unit_test(random_skewed),
+      cmocka_unit_test(hbm_then_cluster_on_one_barrier),
       cmocka_unit_test(streaming_layout_race),
       cmocka_unit_test(streaming_tree_slot_alias),
       cmocka_unit_test(segmented_hbm),
