@@ -41,8 +41,10 @@ typedef enum cudaError_enum {
   CUDA_ERROR_SHARED_OBJECT_INIT_FAILED = 303,
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+  CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
   CUDA_ERROR_LAUNCH_FAILED = 719,
   CUDA_ERROR_NOT_SUPPORTED = 801,
   CUDA_ERROR_INVALID_CLUSTER_SIZE = 912,
@@ -62,6 +64,17 @@ typedef enum CUstream_flags_enum {
   CU_STREAM_DEFAULT = 0x0,
   CU_STREAM_NON_BLOCKING = 0x1
 } CUstream_flags;
+
+/* cuEventCreate flags. */
+typedef enum CUevent_flags_enum {
+  CU_EVENT_DEFAULT = 0x0,
+  CU_EVENT_BLOCKING_SYNC = 0x1,
+  CU_EVENT_DISABLE_TIMING = 0x2
+} CUevent_flags;
+
+/* cuMemHostAlloc flags. */
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
 
 /* Device attributes df queries. */
 typedef enum CUdevice_attribute_enum {
@@ -277,6 +290,19 @@ typedef struct df_cuda_driver {
       CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
       CUtensorMapL2promotion l2_promotion,
       CUtensorMapFloatOOBfill oob_fill); /* optional: needed for TMA specs */
+  /* The watchdog (df_rt_executable_set_timeout): stream polling and the
+     mapped host memory of the progress array. Optional. */
+  CUresult (*cuStreamQuery)(CUstream stream);
+  CUresult (*cuMemHostAlloc)(void **host, size_t bytes, unsigned int flags);
+  CUresult (*cuMemFreeHost)(void *host);
+  CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *dptr, void *host,
+                                        unsigned int flags); /* _v2 */
+  /* Events (df_rt_event_*: timing). Optional. */
+  CUresult (*cuEventCreate)(CUevent *event, unsigned int flags);
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+  CUresult (*cuEventSynchronize)(CUevent event);
+  CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end); /* _v2 */
+  CUresult (*cuEventDestroy)(CUevent event); /* _v2 */
 } df_cuda_driver;
 
 #ifdef __cplusplus

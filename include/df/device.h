@@ -49,6 +49,8 @@ DF_DEVICE_INLINE uint32_t df_ctx_task_coord(const df_ctx *c, uint32_t i) {
 }
 DF_DEVICE_INLINE uint32_t df_ctx_range_begin(const df_ctx *c) { return c->args->range_begin; }
 DF_DEVICE_INLINE uint32_t df_ctx_range_end(const df_ctx *c) { return c->args->range_end; }
+/* The plan's range block size (range units per block). */
+DF_DEVICE_INLINE uint32_t df_ctx_block_size(const df_ctx *c) { return c->block_size; }
 /* Range blocks this call covers: ceil((end - begin) / block_size). */
 DF_DEVICE_INLINE uint32_t df_ctx_tiles(const df_ctx *c) {
   uint32_t n = c->args->range_end - c->args->range_begin;

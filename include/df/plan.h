@@ -406,6 +406,12 @@ typedef struct df_layout_options {
   uint32_t direct_count;
   const uint32_t *direct_slots; /* selective direct-global slot ids */
   bool reuse_hbm_flags;
+  /* df extension (not in the reference): shared offsets per CTA instead of
+     one arena for the whole plan. A slot occupies its offset in every CTA
+     that produces, receives or reads it; offsets need only be distinct
+     among the slots of one CTA, so the dynamic shared memory is the
+     fullest CTA's. Off by default (REFERENCE 4 layout). */
+  bool per_cta_shared;
 } df_layout_options;
 
 typedef struct df_slot_layout {

@@ -73,6 +73,11 @@ typedef struct df_itype {
 /* Byte size of a slot holding `t` (REFERENCE 1.4): fields aligned to
    min(element bytes, 16), total aligned to 16; 0 if a dtype is invalid. */
 uint32_t df_itype_slot_bytes(const df_itype *t);
+/* Byte offset of field `field` in such a slot (same rule); DF_SENTINEL when
+   out of range or a dtype is invalid. */
+uint32_t df_itype_field_offset(const df_itype *t, uint32_t field);
+/* Element count of a field (1 for a scalar; 0 on overflow). */
+uint32_t df_field_elements(const df_field *f);
 
 typedef enum df_stage_kind {
   DF_STAGE_MAP = 0,

@@ -27,7 +27,11 @@
    input_slots, task_coords, global_staging, flags (14 CUdeviceptr), then
    six u32 by value: shared_slot_base_offset, barrier_count,
    cluster_ack_count, cluster_size, block_size, scratch_offset (0); then
-   one CUtensorMap by value per TMA descriptor spec, in spec order. */
+   the watchdog's progress array (a CUdeviceptr, 0 without a watchdog;
+   df/progress.h), parameter 20; then one CUtensorMap by value per TMA
+   descriptor spec, in spec order (from parameter 21). A kernel that
+   declares fewer parameters ignores the rest, so kernels built before
+   the progress parameter still launch (without a watchdog). */
 #ifndef DF_RUNTIME_H
 #define DF_RUNTIME_H
 
@@ -40,6 +44,7 @@
 #include "df/cuda_driver.h"
 #include "df/plan.h"
 #include "df/program.h"
+#include "df/progress.h"
 #include "df/status.h"
 
 #ifdef __cplusplus
@@ -52,6 +57,7 @@ typedef struct df_rt_stream df_rt_stream;
 typedef struct df_rt_module df_rt_module;
 typedef struct df_rt_plan df_rt_plan;
 typedef struct df_rt_executable df_rt_executable;
+typedef struct df_rt_event df_rt_event;
 
 /* The kernel entry point df's compiler emits. */
 #define DF_RT_KERNEL_NAME "df_persistent_kernel"
@@ -64,6 +70,9 @@ typedef struct df_rt_executable df_rt_executable;
 /* Number of pointer and u32 kernel parameters before the tensor maps. */
 #define DF_RT_KERNEL_POINTER_PARAMS 14u
 #define DF_RT_KERNEL_SCALAR_PARAMS 6u
+/* Index of the progress-array parameter; TMA descriptors follow it. */
+#define DF_RT_KERNEL_PROGRESS_PARAM 20u
+#define DF_RT_KERNEL_FIXED_PARAMS 21u
 /* Largest tensor rank a tensor description carries (the tensor-arg record
    holds ndim only). */
 #define DF_RT_MAX_DIMS 8u
@@ -123,6 +132,11 @@ df_status df_rt_device_open(df_rt *rt, int ordinal, df_rt_device **out);
 /* Release the primary context and free the device object. */
 void df_rt_device_close(df_rt_device *dev);
 const df_rt_device_info *df_rt_device_get_info(const df_rt_device *dev);
+/* Whether a watched launch on this device timed out: its context may still
+   run the kernel, so every later call on the device fails (DF_ETIMEOUT)
+   and closing it releases nothing on the driver side. Exit the process to
+   free the GPU. */
+bool df_rt_device_hung(const df_rt_device *dev);
 
 /* Device memory helpers (tools and tests that bind raw pointers). Copies
    are ordered on `stream` (NULL: default stream); df_rt_memcpy_dtoh waits
@@ -133,6 +147,9 @@ df_status df_rt_memcpy_htod(df_rt_device *dev, df_rt_stream *stream, CUdeviceptr
                             const void *src, size_t bytes);
 df_status df_rt_memcpy_dtoh(df_rt_device *dev, df_rt_stream *stream, void *dst,
                             CUdeviceptr src, size_t bytes);
+/* Set `bytes` bytes at `dst` to `value`, ordered on `stream`. */
+df_status df_rt_memset_d8(df_rt_device *dev, df_rt_stream *stream, CUdeviceptr dst,
+                          uint8_t value, size_t bytes);
 
 /* ---- streams --------------------------------------------------------------------- */
 
@@ -144,6 +161,18 @@ df_status df_rt_stream_synchronize(df_rt_device *dev, df_rt_stream *s);
 void df_rt_stream_destroy(df_rt_stream *s);
 /* The driver handle (NULL stream for NULL). */
 CUstream df_rt_stream_handle(const df_rt_stream *s);
+
+/* ---- events (timing) ---------------------------------------------------------------- */
+
+/* A timing event of `dev` (cuEventCreate, default flags). */
+df_status df_rt_event_create(df_rt_device *dev, df_rt_event **out);
+/* Record the event on `s` (NULL: the default stream). */
+df_status df_rt_event_record(df_rt_event *ev, df_rt_stream *s);
+/* Wait until the event has completed. */
+df_status df_rt_event_synchronize(df_rt_event *ev);
+/* Milliseconds between two completed events of one device. */
+df_status df_rt_event_elapsed_ms(const df_rt_event *start, const df_rt_event *end, float *ms);
+void df_rt_event_destroy(df_rt_event *ev);
 
 /* ---- modules ------------------------------------------------------------------------ */
 
@@ -374,8 +403,48 @@ df_status df_rt_executable_update_tensor_args(df_rt_executable *e, df_rt_stream 
    flags buffer when the plan needs it (HBM send/recv comms), launch with
    grid (sm_count,1,1), block_dim, cluster (cluster_size,1,1) and dynamic
    shared memory = the launch package's bytes, and, with
-   copy_back_staging, copy global staging back (waiting for the launch). */
+   copy_back_staging, copy global staging back (waiting for the launch).
+   With a timeout (df_rt_executable_set_timeout) the launch is watched and
+   returns when the kernel has finished; otherwise it is asynchronous. */
 df_status df_rt_executable_launch(df_rt_executable *e, df_rt_stream *stream);
+
+/* ---- watchdog ------------------------------------------------------------------------ */
+
+/* Watch every later launch of `e` for at most timeout_ms milliseconds (0:
+   off, the default). A watched launch first waits (within the deadline)
+   for earlier work on its stream, passes the kernel a progress array in
+   mapped host memory (parameter 20, df/progress.h) and returns only when
+   the kernel has finished, failed, or the deadline has passed. A kernel
+   that does not finish in time makes the launch return DF_ETIMEOUT: the
+   message names the blocked CTAs (queue position, phase, the comm and
+   epoch or parity they wait on), df_rt_executable_progress has every
+   CTA, the kernel is asked to abort (spinning CTAs trap) and the device
+   is marked hung: its CUDA context is unusable (df_rt_device_hung); exit
+   the process. Needs cuStreamQuery, cuMemHostAlloc, cuMemFreeHost and
+   cuMemHostGetDevicePointer in the driver table. Progress stores cost a
+   few host-memory writes per instruction, so timings of watched launches
+   are slower. */
+df_status df_rt_executable_set_timeout(df_rt_executable *e, uint32_t timeout_ms);
+
+/* One CTA's progress (df/progress.h words). */
+typedef struct df_rt_cta_progress {
+  uint32_t cta;
+  uint32_t pc;    /* DF_PROGRESS_PC_NONE outside the loop */
+  uint32_t phase; /* df_progress_phase */
+  uint32_t comm;  /* comm record index, handler id, or DF_PROGRESS_NONE */
+  uint32_t wait;  /* awaited epoch / parity / task id */
+} df_rt_cta_progress;
+
+/* The snapshot taken at the last timeout (count 0 when none). */
+df_status df_rt_executable_progress(const df_rt_executable *e, const df_rt_cta_progress **out,
+                                    uint32_t *count);
+/* "hbm_recv", "cluster_recv", ... ("unknown" when out of range). */
+const char *df_rt_phase_name(uint32_t phase);
+/* One line about a CTA's progress against the executable's current plan:
+   "CTA 3: pc 2 of 4 (reduce, task 1): hbm_recv: waits on comm 5 (hbm_recv
+   slot 1 -> 3, flag 3 >= epoch 1000)". */
+void df_rt_executable_describe_progress(const df_rt_executable *e, const df_rt_cta_progress *p,
+                                        char *buf, size_t cap);
 
 /* The launch configuration an executable uses. */
 typedef struct df_rt_launch_info {
@@ -386,7 +455,7 @@ typedef struct df_rt_launch_info {
   bool non_portable_cluster;
   bool needs_flag_reset;
   uint32_t block_size;
-  uint32_t param_count; /* 20 + TMA descriptors */
+  uint32_t param_count; /* 21 + TMA descriptors */
   size_t flags_bytes, staging_bytes, plan_bytes;
 } df_rt_launch_info;
 df_status df_rt_executable_launch_info(const df_rt_executable *e, df_rt_launch_info *out);

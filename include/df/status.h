@@ -17,6 +17,7 @@ typedef enum df_code {
   DF_EIO = 4,         /* a file could not be read or written */
   DF_EFORMAT = 5,     /* bytes that are not a well-formed df artefact */
   DF_EINTERNAL = 6,   /* an invariant of df itself failed */
+  DF_ETIMEOUT = 7,    /* a wait ran past its deadline (libdfrt's watchdog) */
 } df_code;
 
 enum { DF_STATUS_MESSAGE_MAX = 512 };

@@ -6,6 +6,7 @@
 #include "df/compiler.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Dialect/LLVM.h"
 #include "mlir_util.h"
 
 #define MAX_STAGES 64
@@ -115,6 +116,36 @@ static df_status intermediate_index(convert *c, MlirLocation loc, MlirType t, ch
   return df_status_ok();
 }
 
+/* A handler with a body (MLIR handler) takes the df_ctx pointer; its
+   parameters are declared by `df.signature`. A declaration's own type is
+   its signature. */
+static df_status df_handler_signature(MlirOperation fn, const char *name, MlirType *out) {
+  MlirLocation loc = mlirOperationGetLocation(fn);
+  MlirType ft = mlirTypeAttrGetValue(df_op_attr(fn, "function_type"));
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(fn, 0));
+  MlirAttribute sig = df_op_attr(fn, "df.signature");
+  if (mlirBlockIsNull(body)) {
+    if (!mlirAttributeIsNull(sig))
+      return df_emit(loc, "handler '%s' is a declaration; df.signature belongs on handlers "
+                          "with a body (a declaration's own type is its signature)", name);
+    *out = ft;
+    return df_status_ok();
+  }
+  char text[128];
+  df_type_to_string(ft, text, sizeof text);
+  if (mlirFunctionTypeGetNumInputs(ft) != 1 || mlirFunctionTypeGetNumResults(ft) != 0 ||
+      !mlirTypeIsALLVMPointerType(mlirFunctionTypeGetInput(ft, 0)))
+    return df_emit(loc, "handler '%s' has a body, so its type must be (!llvm.ptr) -> () (the "
+                        "df_ctx pointer), got %s; declare its parameters in df.signature",
+                   name, text);
+  if (mlirAttributeIsNull(sig) || !mlirAttributeIsAType(sig) ||
+      !mlirTypeIsAFunction(mlirTypeAttrGetValue(sig)))
+    return df_emit(loc, "handler '%s' has a body and needs df.signature = (parameter types) "
+                        "-> (result types), the signature the program calls", name);
+  *out = mlirTypeAttrGetValue(sig);
+  return df_status_ok();
+}
+
 static df_status convert_handler(convert *c, MlirOperation fn) {
   MlirLocation loc = mlirOperationGetLocation(fn);
   char name[DF_NAME_MAX], kind_name[DF_NAME_MAX];
@@ -124,7 +155,8 @@ static df_status convert_handler(convert *c, MlirOperation fn) {
   df_status s = df_op_kind_parse(kind_name, &kind);
   if (df_failed(&s))
     return df_emit(loc, "handler '%s': %s", name, s.message);
-  MlirType ft = mlirTypeAttrGetValue(df_op_attr(fn, "function_type"));
+  MlirType ft;
+  DF_TRY(df_handler_signature(fn, name, &ft));
   intptr_t nin = mlirFunctionTypeGetNumInputs(ft), nout = mlirFunctionTypeGetNumResults(ft);
   char pnames[32][64];
   uint32_t pcount = 0;

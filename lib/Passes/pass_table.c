@@ -27,7 +27,8 @@ static const df_pass_info table[] = {
     {"df-allocate-barriers", "annotate slots and comms with barrier indices and phases", "",
      df_create_allocate_barriers_pass},
     {"df-layout-slots", "lay out slots in shared and global memory (records its options)",
-     "      hbm-direct-global=BOOL hbm-direct-global-slots=i,j reuse-hbm-flags=BOOL\n",
+     "      hbm-direct-global=BOOL hbm-direct-global-slots=i,j reuse-hbm-flags=BOOL\n"
+     "      per-cta-shared=BOOL (shared offsets per CTA: dynamic shared = largest CTA)\n",
      df_create_layout_slots_pass},
     {"df-pack", "pack the plan into ABI records held as constants (df.packed)", "",
      df_create_pack_pass},

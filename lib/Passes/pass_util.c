@@ -61,19 +61,27 @@ df_status df_parse_pass_options(const char *pass, const char *text, void *option
     const char *end = p;
     while (*end && *end != ' ' && *end != '\t')
       end++;
-    char tok[1024];
+    /* Tokens can be long (range-lengths of a decode step: thousands of
+       lengths), so each one gets a buffer of its own size. */
     size_t n = (size_t)(end - p);
-    if (n >= sizeof tok)
-      return df_status_errorf(DF_EINVAL, "%s: option '%.32s...' is too long", pass, p);
+    char *tok = malloc(n + 1);
+    if (!tok)
+      return df_status_errorf(DF_ENOMEM, "%s: out of memory for option '%.32s...'", pass, p);
     memcpy(tok, p, n);
     tok[n] = '\0';
     char *eq = strchr(tok, '=');
-    if (!eq)
-      return df_status_errorf(DF_EINVAL, "%s: option '%s' must be written key=value", pass, tok);
-    *eq = '\0';
-    df_status s = set(options, tok, eq + 1);
+    df_status s;
+    if (!eq) {
+      s = df_status_errorf(DF_EINVAL, "%s: option '%.200s' must be written key=value", pass, tok);
+    } else {
+      *eq = '\0';
+      s = set(options, tok, eq + 1);
+      if (df_failed(&s))
+        s = df_status_wrap(s, pass);
+    }
+    free(tok);
     if (df_failed(&s))
-      return df_status_wrap(s, pass);
+      return s;
     p = end;
   }
   return df_status_ok();
@@ -103,14 +111,23 @@ df_status df_option_bool(const char *key, const char *value, bool *out) {
 
 df_status df_option_u32_list(const char *key, const char *value, uint32_t *out, uint32_t cap,
                              uint32_t *count) {
+  /* Parsed in place (no fixed-size copy: a list may be thousands long). */
   *count = 0;
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", value);
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (*count == cap)
-      return df_status_errorf(DF_EINVAL, "option '%s' has more than %u values", key, cap);
-    DF_TRY(df_option_u32(key, t, &out[(*count)++]));
+  for (const char *t = value; *t;) {
+    const char *end = strchr(t, ',');
+    size_t n = end ? (size_t)(end - t) : strlen(t);
+    if (n) {
+      char num[32];
+      if (n >= sizeof num)
+        return df_status_errorf(DF_EINVAL, "option '%s' expects unsigned integers, got '%.32s...'",
+                                key, t);
+      memcpy(num, t, n);
+      num[n] = '\0';
+      if (*count == cap)
+        return df_status_errorf(DF_EINVAL, "option '%s' has more than %u values", key, cap);
+      DF_TRY(df_option_u32(key, num, &out[(*count)++]));
+    }
+    t += n + (end ? 1 : 0);
   }
   if (*count == 0)
     return df_status_errorf(DF_EINVAL, "option '%s' needs at least one value", key);

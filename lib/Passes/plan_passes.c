@@ -175,7 +175,7 @@ static df_status run_allocate_barriers(MlirOperation module, const void *options
 }
 
 typedef struct layout_opts {
-  bool hbm_direct_global, reuse_hbm_flags;
+  bool hbm_direct_global, reuse_hbm_flags, per_cta_shared;
   uint32_t direct_count;
   uint32_t direct[MAX_DIRECT_SLOTS];
 } layout_opts;
@@ -184,6 +184,7 @@ static df_status set_layout_option(void *opts, const char *key, const char *valu
   layout_opts *l = opts;
   if (!strcmp(key, "hbm-direct-global")) return df_option_bool(key, value, &l->hbm_direct_global);
   if (!strcmp(key, "reuse-hbm-flags")) return df_option_bool(key, value, &l->reuse_hbm_flags);
+  if (!strcmp(key, "per-cta-shared")) return df_option_bool(key, value, &l->per_cta_shared);
   if (!strcmp(key, "hbm-direct-global-slots"))
     return df_option_u32_list(key, value, l->direct, MAX_DIRECT_SLOTS, &l->direct_count);
   return df_status_errorf(DF_EINVAL, "unknown option '%s'", key);
@@ -196,6 +197,10 @@ static df_status run_layout_slots(MlirOperation module, const void *options) {
   MlirContext ctx = mlirOperationGetContext(module);
   df_set_attr(plan_op, "hbm_direct_global", mlirBoolAttrGet(ctx, l->hbm_direct_global));
   df_set_attr(plan_op, "reuse_hbm_flags", mlirBoolAttrGet(ctx, l->reuse_hbm_flags));
+  if (l->per_cta_shared)
+    df_set_attr(plan_op, "per_cta_shared", mlirBoolAttrGet(ctx, true));
+  else
+    mlirOperationRemoveAttributeByName(plan_op, mlirStringRefCreateFromCString("per_cta_shared"));
   if (l->direct_count)
     df_set_attr(plan_op, "hbm_direct_global_slots", df_i64_array(ctx, l->direct, l->direct_count));
   else

@@ -80,18 +80,51 @@ df_status df_dtype_parse(const char *name, df_dtype *out) {
 
 static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
-uint32_t df_itype_slot_bytes(const df_itype *t) {
+static uint64_t elements64(const df_field *f) {
+  uint64_t count = 1;
+  for (uint32_t d = 0; d < f->rank; d++)
+    count *= f->shape[d];
+  return count;
+}
+
+/* Byte offset of field `n`: fields aligned to min(element bytes, 16). */
+static uint64_t field_offset(const df_itype *t, uint32_t n, bool *ok) {
   uint64_t total = 0;
-  for (uint32_t i = 0; i < t->field_count; i++) {
+  *ok = true;
+  for (uint32_t i = 0; i < t->field_count && i <= n; i++) {
     const df_field *f = &t->fields[i];
     uint64_t e = df_dtype_bytes(f->dtype);
-    if (e == 0)
+    if (e == 0) {
+      *ok = false;
       return 0;
-    uint64_t count = 1;
-    for (uint32_t d = 0; d < f->rank; d++)
-      count *= f->shape[d];
+    }
     total = align_up(total, e < 16 ? e : 16);
-    total += e * count;
+    if (i < n)
+      total += e * elements64(f);
+  }
+  return total;
+}
+
+uint32_t df_field_elements(const df_field *f) {
+  uint64_t count = elements64(f);
+  return count > UINT32_MAX ? 0 : (uint32_t)count;
+}
+
+uint32_t df_itype_field_offset(const df_itype *t, uint32_t field) {
+  bool ok;
+  uint64_t off = field_offset(t, field, &ok);
+  return ok && field < t->field_count && off <= UINT32_MAX ? (uint32_t)off : DF_SENTINEL;
+}
+
+uint32_t df_itype_slot_bytes(const df_itype *t) {
+  bool ok;
+  uint64_t total = 0;
+  if (t->field_count) {
+    const df_field *last = &t->fields[t->field_count - 1];
+    total = field_offset(t, t->field_count - 1, &ok);
+    if (!ok)
+      return 0;
+    total += (uint64_t)df_dtype_bytes(last->dtype) * elements64(last);
   }
   total = align_up(total, DF_SLOT_ALIGN);
   return total > UINT32_MAX ? 0 : (uint32_t)total;

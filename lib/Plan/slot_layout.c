@@ -180,6 +180,123 @@ static uint64_t offsets_take(offsets *t, uint32_t key, uint64_t advance) {
   return off;
 }
 
+/* Shared offsets: one arena for the whole plan (REFERENCE 4), or, with
+   per_cta_shared, an arena per CTA. A slot's bytes live in every CTA that
+   touches it: its owner or producer's SM, the SMs that receive into it
+   (a transfer's source and target may be one slot id, at one offset in
+   both CTAs) and the SMs that read it. A storage key takes the lowest
+   offset free in all the CTAs of all its slots (first fit, slots in id
+   order), and the dynamic shared memory is the fullest CTA's. */
+typedef struct interval {
+  uint64_t lo, hi;
+} interval;
+
+typedef struct shared_alloc {
+  bool per_cta;
+  offsets flat;
+  uint32_t words;   /* u32 words of one CTA bitset */
+  uint32_t *ctas;   /* per storage key (< slot_count): bitset of CTAs */
+  uint32_t *offset; /* per storage key: offset, DF_SENTINEL = none yet */
+  interval **taken; /* per CTA: occupied byte ranges */
+  uint32_t *used;   /* per CTA: entries of taken */
+  uint32_t sm_count;
+} shared_alloc;
+
+static void mark_cta(shared_alloc *sa, uint32_t key, uint32_t sm) {
+  if (sm < sa->sm_count)
+    sa->ctas[(size_t)key * sa->words + sm / 32] |= 1u << (sm % 32);
+}
+
+static df_status shared_alloc_init(const df_plan *p, const df_layout_options *o, df_arena *a,
+                                   shared_alloc *sa) {
+  memset(sa, 0, sizeof *sa);
+  sa->per_cta = o && o->per_cta_shared;
+  if (!offsets_init(&sa->flat, a, p->slot_count))
+    return DF_ARENA_OOM("the slot layout");
+  if (!sa->per_cta)
+    return df_status_ok();
+  uint32_t n = p->slot_count ? p->slot_count : 1;
+  sa->sm_count = p->topology.sm_count ? p->topology.sm_count : 1;
+  sa->words = (sa->sm_count + 31) / 32;
+  sa->ctas = df_arena_zero(a, (uint64_t)n * sa->words, sizeof(uint32_t));
+  sa->offset = df_arena_sentinels(a, n);
+  sa->taken = df_arena_zero(a, sa->sm_count, sizeof(interval *));
+  sa->used = df_arena_zero(a, sa->sm_count, sizeof(uint32_t));
+  if (!sa->ctas || !sa->offset || !sa->taken || !sa->used)
+    return DF_ARENA_OOM("the per-CTA slot layout");
+  for (uint32_t id = 0; id < p->slot_count; id++) {
+    const df_slot *s = &p->slots[id];
+    uint32_t key = shared_key(s);
+    if (key >= p->slot_count)
+      return df_status_errorf(DF_EINVAL,
+                              "per-CTA slot layout: slot %u has shared storage %u, the plan has "
+                              "%u slots",
+                              id, key, p->slot_count);
+    if (s->owner != DF_SENTINEL)
+      mark_cta(sa, key, s->owner);
+    if (s->producer < p->instr_count)
+      mark_cta(sa, key, p->instrs[s->producer].sm);
+  }
+  for (uint32_t i = 0; i < p->comm_count; i++) {
+    const df_comm *c = &p->comms[i];
+    if (c->dst_slot < p->slot_count && df_comm_kind_is_recv(c->kind))
+      mark_cta(sa, shared_key(&p->slots[c->dst_slot]), c->consumer_sm);
+    if (c->src_slot < p->slot_count && !df_comm_kind_is_recv(c->kind))
+      mark_cta(sa, shared_key(&p->slots[c->src_slot]), c->producer_sm);
+  }
+  for (uint32_t i = 0; i < p->instr_count; i++) {
+    const df_instr *in = &p->instrs[i];
+    for (uint32_t j = 0; j < in->input_count; j++) {
+      uint32_t sl = p->inputs[in->input_offset + j];
+      if (sl < p->slot_count)
+        mark_cta(sa, shared_key(&p->slots[sl]), in->sm);
+    }
+    if (in->output_slot < p->slot_count)
+      mark_cta(sa, shared_key(&p->slots[in->output_slot]), in->sm);
+  }
+  /* Room for one range per key in each of its CTAs. */
+  uint32_t *count = df_arena_zero(a, sa->sm_count, sizeof(uint32_t));
+  if (!count)
+    return DF_ARENA_OOM("the per-CTA slot layout");
+  for (uint32_t key = 0; key < p->slot_count; key++)
+    for (uint32_t sm = 0; sm < sa->sm_count; sm++)
+      count[sm] += (sa->ctas[(size_t)key * sa->words + sm / 32] >> (sm % 32)) & 1u;
+  for (uint32_t sm = 0; sm < sa->sm_count; sm++)
+    if (!(sa->taken[sm] = df_arena_array(a, count[sm] ? count[sm] : 1, sizeof(interval))))
+      return DF_ARENA_OOM("the per-CTA slot layout");
+  return df_status_ok();
+}
+
+static bool in_set(const uint32_t *set, uint32_t sm) { return (set[sm / 32] >> (sm % 32)) & 1u; }
+
+static uint64_t shared_take(shared_alloc *sa, uint32_t key, uint64_t advance) {
+  if (!sa->per_cta)
+    return offsets_take(&sa->flat, key, advance);
+  if (sa->offset[key] != DF_SENTINEL)
+    return sa->offset[key];
+  const uint32_t *set = sa->ctas + (size_t)key * sa->words;
+  uint64_t off = 0;
+  for (bool moved = true; moved;) { /* first fit across the key's CTAs */
+    moved = false;
+    for (uint32_t sm = 0; sm < sa->sm_count; sm++) {
+      if (!in_set(set, sm))
+        continue;
+      for (uint32_t i = 0; i < sa->used[sm]; i++) {
+        const interval *t = &sa->taken[sm][i];
+        if (t->lo < off + advance && off < t->hi) {
+          off = t->hi;
+          moved = true;
+        }
+      }
+    }
+  }
+  for (uint32_t sm = 0; sm < sa->sm_count; sm++)
+    if (in_set(set, sm))
+      sa->taken[sm][sa->used[sm]++] = (interval){off, off + advance};
+  sa->offset[key] = off < DF_SENTINEL ? (uint32_t)off : DF_SENTINEL - 1;
+  return off;
+}
+
 static df_status fit_u32(uint64_t v, uint32_t *out) {
   if (v > UINT32_MAX)
     return df_status_errorf(DF_EINVAL, "Dataflow ABI value must fit uint32, got %llu",
@@ -190,7 +307,7 @@ static df_status fit_u32(uint64_t v, uint32_t *out) {
 
 static df_status layout_slot(const df_plan *p, const df_barrier_alloc *b,
                              const df_layout_options *o, const uint8_t *direct,
-                             offsets *sh, offsets *gl, uint64_t ends[3], uint32_t id,
+                             shared_alloc *sh, offsets *gl, uint64_t ends[3], uint32_t id,
                              df_abi_slot *r) {
   const df_slot *s = &p->slots[id];
   if (s->type < 0 || (uint32_t)s->type >= p->type_count)
@@ -222,7 +339,7 @@ static df_status layout_slot(const df_plan *p, const df_barrier_alloc *b,
     shared = 0;
     r->flags |= DF_SLOT_FLAG_HBM_DIRECT_GLOBAL;
   } else {
-    shared = offsets_take(sh, shared_key(s), advance);
+    shared = shared_take(sh, shared_key(s), advance);
     if (shared + bytes > ends[0])
       ends[0] = shared + bytes;
   }
@@ -249,9 +366,11 @@ static df_status layout_slot(const df_plan *p, const df_barrier_alloc *b,
 static df_status layout(const df_plan *p, const df_barrier_alloc *b, const df_layout_options *o,
                         df_arena *a, df_slot_layout *out) {
   uint8_t *direct = df_arena_array(a, p->slot_count, 1);
-  offsets sh, gl;
-  if (!direct || !offsets_init(&sh, a, p->slot_count) || !offsets_init(&gl, a, p->slot_count))
+  offsets gl;
+  shared_alloc sh;
+  if (!direct || !offsets_init(&gl, a, p->slot_count))
     return DF_ARENA_OOM("the slot layout");
+  DF_TRY(shared_alloc_init(p, o, a, &sh));
   DF_TRY(direct_in(p, o, direct, a));
   uint64_t ends[3] = {0, 0, 0}; /* shared, global, scratch */
   for (uint32_t id = 0; id < p->slot_count; id++) {

@@ -6,6 +6,8 @@
 #include "df/blob.h"
 #include "df/plan.h"
 #include "df/program.h"
+#include "df/runtime.h"
+#include "host_api.h"
 #include "shared.h"
 
 #define C(name) {#name, (uint64_t)(name)}
@@ -50,6 +52,17 @@ static const df_shared_entry layouts[] = {
     OFF(df_packed, fingerprint),
     SIZE(df_abi_instr), SIZE(df_abi_slot), SIZE(df_abi_comm), SIZE(df_abi_args),
     SIZE(df_abi_tensor_arg),
+    /* host_api.h */
+    SIZE(df_shared_host_run_options), SIZE(df_shared_host_run_info),
+    OFF(df_shared_host_run_info, makespan_cycles), OFF(df_shared_host_run_info, cost),
+    /* runtime.h (libdfrt; the bindings declare its entry points) */
+    SIZE(df_rt_device_info), OFF(df_rt_device_info, sm_count),
+    OFF(df_rt_device_info, cluster_launch), SIZE(df_rt_tensor),
+    OFF(df_rt_tensor, device_type), OFF(df_rt_tensor, dtype_bits),
+    SIZE(df_rt_tma_spec), OFF(df_rt_tma_spec, interleave), SIZE(df_rt_tma_binding),
+    SIZE(df_rt_executable_options), OFF(df_rt_executable_options, tma_specs),
+    OFF(df_rt_executable_options, stream), SIZE(df_rt_launch_info),
+    OFF(df_rt_launch_info, param_count), OFF(df_rt_launch_info, plan_bytes),
 };
 
 const df_shared_entry *df_shared_constants(uint32_t *count) {

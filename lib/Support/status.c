@@ -39,6 +39,7 @@ const char *df_code_name(df_code code) {
   case DF_EIO: return "i/o";
   case DF_EFORMAT: return "format";
   case DF_EINTERNAL: return "internal";
+  case DF_ETIMEOUT: return "timeout";
   }
   return "unknown";
 }

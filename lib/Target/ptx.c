@@ -10,6 +10,7 @@
 #include "llvm-c/Target.h"
 #include "llvm-c/TargetMachine.h"
 #include "llvm-c/Transforms/PassBuilder.h"
+#include "df/kernel_plan.h"
 #include "target_internal.h"
 
 #define DF_KERNEL_NAME "df_persistent_kernel"
@@ -90,14 +91,29 @@ df_status df_link_bitcode_file(LLVMContextRef ctx, LLVMModuleRef dest, const cha
 }
 
 /* Everything but the kernel becomes internal so O3 can inline handlers
-   into the dispatch and the dispatch into the loop. */
+   into the dispatch and the dispatch into the loop. df_plan_features stays
+   visible (a launcher can read it to check that a plan fits the kernel);
+   it is a constant with a definitive initializer, so O3 still folds it. */
 static void internalize(LLVMModuleRef m) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f) && strcmp(LLVMGetValueName(f), DF_KERNEL_NAME) != 0)
       LLVMSetLinkage(f, LLVMInternalLinkage);
   for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
-    if (!LLVMIsDeclaration(g))
+    if (!LLVMIsDeclaration(g) && strcmp(LLVMGetValueName(g), "df_plan_features") != 0)
       LLVMSetLinkage(g, LLVMInternalLinkage);
+}
+
+/* After O3, a call of a function nothing defines would reach ptxas as an
+   unresolved extern: name it here instead. */
+static df_status check_unresolved(LLVMModuleRef m) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    const char *name = LLVMGetValueName(f);
+    if (LLVMIsDeclaration(f) && LLVMGetFirstUse(f) && strncmp(name, "llvm.", 5) != 0)
+      return df_status_errorf(DF_EINVAL, "the kernel calls '%s', which no handler module or "
+                                         "linked bitcode defines (add it with --df-link)",
+                              name);
+  }
+  return df_status_ok();
 }
 
 static df_status check_sm(const char *sm) {
@@ -135,6 +151,8 @@ static df_status emit(LLVMModuleRef m, const char *sm, char **ptx, size_t *len) 
   LLVMDisposePassBuilderOptions(po);
   if (e)
     s = take_error(e, "optimising the kernel");
+  if (s.code == DF_OK)
+    s = check_unresolved(m);
   LLVMMemoryBufferRef out = NULL;
   if (s.code == DF_OK && LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &msg, &out)) {
     s = df_status_errorf(DF_EINTERNAL, "emitting PTX failed: %s", msg);
@@ -158,11 +176,43 @@ static df_status emit(LLVMModuleRef m, const char *sm, char **ptx, size_t *len) 
   return s;
 }
 
+/* The generic kernel (every feature): it serves re-planned plans too. */
 df_status df_emit_ptx(const df_packed *k, const df_ptx_options *o, char **ptx, size_t *len) {
+  df_kernel_options ko;
+  memset(&ko, 0, sizeof ko);
+  ko.all_features = true;
+  return df_emit_kernel(k, o, &ko, ptx, len);
+}
+
+/* Link the handlers lowered from the MLIR module, if it has any. */
+static df_status link_mlir_handlers(LLVMContextRef ctx, LLVMModuleRef m,
+                                    const df_kernel_options *ko) {
+  if (!ko->handler_module.ptr)
+    return df_status_ok();
+  LLVMModuleRef h;
+  DF_TRY(df_mlir_handlers_to_llvm(ko->handler_module, ko->program, ctx, &h));
+  if (!h)
+    return df_status_ok();
+  LLVMSetTarget(h, DF_TRIPLE);
+  LLVMSetDataLayout(h, LLVMGetDataLayoutStr(m));
+  if (LLVMLinkModules2(m, h))
+    return df_status_errorf(DF_EINVAL, "linking the MLIR handlers failed (a function defined "
+                                       "both in the module and in --df-link bitcode?)");
+  return df_status_ok();
+}
+
+df_status df_emit_kernel(const df_packed *k, const df_ptx_options *o,
+                         const df_kernel_options *ko, char **ptx, size_t *len) {
+  static const df_kernel_options none;
+  if (!ko)
+    ko = &none;
   const char *sm = o->sm ? o->sm : "sm_90a";
   DF_TRY(check_sm(sm));
   if (!o->runtime_bc || !o->runtime_bc_size)
     return df_status_errorf(DF_EINTERNAL, "no device runtime bitcode was given");
+  uint32_t features = ko->all_features ? DF_FEATURES_ALL : df_packed_features(k);
+  if (ko->embed_plan)
+    features |= DF_FEATURE_EMBEDDED_PLAN;
   df_diag_sink sink = {""};
   LLVMContextRef ctx = df_llvm_context_create(&sink);
   LLVMModuleRef m = NULL;
@@ -172,8 +222,12 @@ df_status df_emit_ptx(const df_packed *k, const df_ptx_options *o, char **ptx, s
   for (unsigned i = 0; s.code == DF_OK && i < o->link_count; i++)
     s = df_link_bitcode_file(ctx, m, o->link_files[i], "nvptx64",
                              "compile it with --target=" DF_TRIPLE);
+  if (s.code == DF_OK)
+    s = link_mlir_handlers(ctx, m, ko);
   if (s.code == DF_OK && !LLVMGetNamedFunction(m, DF_KERNEL_NAME))
     s = df_status_errorf(DF_EINTERNAL, "the device runtime has no %s", DF_KERNEL_NAME);
+  if (s.code == DF_OK)
+    s = df_define_plan_constants(m, k, features, ko->block_size);
   if (s.code == DF_OK)
     s = df_build_dispatch(m, k);
   if (s.code == DF_OK) {

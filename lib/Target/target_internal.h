@@ -30,4 +30,15 @@ df_status df_link_bitcode_file(LLVMContextRef ctx, LLVMModuleRef dest, const cha
 /* Define df_dispatch in `m` for the plan's handler table. */
 df_status df_build_dispatch(LLVMModuleRef m, const df_packed *k);
 
+/* Define the plan constants the device runtime reads: df_plan_features
+   (kept visible in the image) and df_embedded_plan (the records as
+   constant data when `features` has DF_FEATURE_EMBEDDED_PLAN, else zero). */
+df_status df_define_plan_constants(LLVMModuleRef m, const df_packed *k, uint32_t features,
+                                   uint32_t block_size);
+
+/* Lower the func.func bodies of `module` (MLIR handlers and the functions
+   they call) to an LLVM module in `ctx`; *out = NULL when there is none. */
+df_status df_mlir_handlers_to_llvm(MlirOperation module, const df_program *prog,
+                                   LLVMContextRef ctx, LLVMModuleRef *out);
+
 #endif

@@ -1,13 +1,15 @@
-"""df's Python bindings: a ctypes package over libdf.so (plan core) and
-libdf_compiler.so (MLIR front end). Import ``dataflow.language as T`` for the
-programming surface and ``dataflow as df`` for scheduling, packing and plan
-inspection; every computation happens in df's C libraries."""
+"""df's Python bindings: a ctypes package over libdf.so (plan core, host
+backend), libdf_compiler.so (MLIR front end, PTX) and libdfrt.so (CUDA
+runtime). Import ``dataflow.language as T`` for the programming surface and
+``dataflow as df`` for scheduling, packing, plan inspection, ``df.compile``
+and launching; every computation happens in df's C libraries."""
 
 from __future__ import annotations
 
 from ._lib import (DataflowError, DataflowFormatError, DataflowTypeError,  # noqa: F401
                    DataflowValueError)
 from ._program import DataflowProgram, DataflowProgramError  # noqa: F401
+from .artifact import CompiledArtifact, LaunchResult, compile  # noqa: F401,A004
 from .abi_schema import (  # noqa: F401
     ABI_VERSION,
     ARG_STRUCT,
@@ -47,7 +49,10 @@ from .packing import (DataflowBarrierAllocation, PackedInstructionPlan,  # noqa:
 from .plan import (CommPlan, DataflowCommKind, DataflowCommPlan,  # noqa: F401
                    DataflowInstruction, DataflowOpcode, GPUTopology, Instruction,
                    InstructionPlan, SlotPlan)
+from .launcher import cuda_available  # noqa: F401
 from .schedule import schedule  # noqa: F401
+from .tensors import HostTensor  # noqa: F401
+from .toolchain import DataflowCompileError  # noqa: F401
 from .variants import (  # noqa: F401
     ITER_RANGE_EXACT_LENGTH,
     ITER_RANGE_GENERIC,

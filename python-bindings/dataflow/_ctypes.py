@@ -232,8 +232,19 @@ STATUS = df_status
 P = c_void_p  # opaque df object pointers (df_program *, df_plan *, df_packed *, FILE *)
 
 
+# Entry points newer than the rest (lib/Shared/host_api.c, compile_api.c): a
+# library built before them still loads; calling them says to rebuild.
+OPTIONAL = {"df_shared_host_run", "df_shared_host_run_info_free",
+            "df_shared_has_device_runtime", "df_shared_emit_ptx"}
+
+
 def _sig(dll, name, restype, *argtypes):
-    fn = getattr(dll, name)
+    try:
+        fn = getattr(dll, name)
+    except AttributeError:
+        if name not in OPTIONAL:
+            raise
+        return
     fn.restype = restype
     fn.argtypes = list(argtypes)
 
@@ -313,6 +324,9 @@ def declare_core(dll) -> None:
         ("df_blob_write", S, P, P, alloc, POINTER(POINTER(c_uint8)), POINTER(c_size_t)),
         ("df_blob_read", S, c_char_p, c_size_t, alloc, pP, pP),
         ("df_packed_dump_text", S, P, P), ("df_packed_dump_json", S, P, P),
+        # host_api.h: the host backend
+        ("df_shared_host_run", S, P, c_char_p, c_void_p, u32, c_void_p, c_void_p),
+        ("df_shared_host_run_info_free", None, c_void_p),
     ]
     for name, restype, *argtypes in sigs:
         _sig(dll, name, restype, *argtypes)
@@ -330,13 +344,20 @@ def declare_compiler(dll) -> None:
         ("df_program_from_module", S, MlirOperation, c_char_p, POINTER(df_allocator),
          POINTER(c_void_p)),
         ("df_program_to_mlir_text", S, P, POINTER(c_void_p)),
+        # compile_api.h: PTX with the embedded device runtime
+        ("df_shared_has_device_runtime", c_int),
+        ("df_shared_emit_ptx", S, P, c_char_p, POINTER(c_char_p), ctypes.c_uint,
+         POINTER(c_void_p), POINTER(c_size_t)),
     ]
     for name, restype, *argtypes in sigs:
         _sig(dll, name, restype, *argtypes)
 
 
 def declare_runtime(dll) -> None:
-    """libdfrt is optional; its entry points are declared where they are used."""
+    """libdfrt is optional; its entry points are declared on first load."""
+    from ._ctypes_rt import declare_runtime as declare
+
+    declare(dll)
 
 
 def read_table(fn) -> dict[str, int]:
@@ -346,6 +367,9 @@ def read_table(fn) -> dict[str, int]:
 
 
 def check_layouts(dll) -> None:
+    from ._ctypes_rt import MIRRORS as RT_MIRRORS
+
+    MIRRORS.update(RT_MIRRORS)
     layouts = read_table(dll.df_shared_layouts)
     problems = []
     for key, value in layouts.items():

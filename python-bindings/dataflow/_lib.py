@@ -5,8 +5,10 @@ Search order for ``libdf.so`` / ``libdf_compiler.so``: the directory named by
 the ``DF_LIB_DIR`` environment variable (only there, when it is set), else the
 build tree of the checkout this package sits in (``build/lib/Shared``), else
 next to the package (``dataflow/`` or ``dataflow/lib/``, where an installer
-may copy them). ``libdfrt.so`` (the runtime, optional) is looked up in
-``DF_LIB_DIR``, its parent, ``build/lib`` and next to the package.
+may copy them). ``libdfrt.so`` (the runtime, optional) is looked up only in
+``DF_RT_LIB_DIR`` when that is set, else in ``DF_LIB_DIR``, its parent (the
+build tree's ``lib/``, where lib/Runtime/cuda puts it), ``build/lib`` and
+next to the package.
 """
 
 from __future__ import annotations
@@ -93,6 +95,9 @@ def _search_dirs(kind: str) -> list[Path]:
     here = _package_dir()
     repo = here.parent.parent
     if kind == "runtime":
+        rt_env = os.environ.get("DF_RT_LIB_DIR")
+        if rt_env:
+            return [Path(rt_env)]
         dirs = []
         if env:
             dirs += [Path(env), Path(env).parent]

@@ -1,5 +1,6 @@
-"""Executor helpers that need no GPU. Launching goes through libdfrt (C);
-the Python launch path is not part of these bindings yet."""
+"""Executor helpers that need no GPU. Launching is ``df.compile(...)``
+then ``artifact.launch(...)`` (artifact.py, launcher.py): libdfrt on a
+CUDA GPU, the host backend otherwise."""
 
 from __future__ import annotations
 

@@ -241,6 +241,13 @@ class PackedInstructionPlan:
         packed.embedded_program = program_handle
         return packed
 
+    def plot(self, path, *, title: str | None = None):
+        """The timeline of the plan this was packed from (plan.plot)."""
+        if self.plan is None:
+            raise DataflowValueError("plot needs the scheduled plan; a plan read from a blob "
+                                     "has only its records (plot the InstructionPlan)")
+        return self.plan.plot(path, title=title)
+
     def embedded_program_dump(self) -> str | None:
         """df_program_dump of the program a blob carried, if any."""
         handle = getattr(self, "embedded_program", None)

@@ -243,3 +243,20 @@ class InstructionPlan:
         from .packing import instruction_plan_fingerprint
 
         return instruction_plan_fingerprint(self)
+
+    def timeline(self):
+        """The per-CTA timeline (dataflow.plot.timeline): bars and arrows."""
+        from .plot import timeline
+
+        return timeline(self)
+
+    def to_svg(self, *, title: str | None = None) -> str:
+        from .plot import to_svg
+
+        return to_svg(self, title=title)
+
+    def plot(self, path, *, title: str | None = None):
+        """Draw the per-CTA timeline to ``path`` (SVG; PNG with matplotlib)."""
+        from .plot import plot
+
+        return plot(self, path, title=title)

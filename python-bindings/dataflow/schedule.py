@@ -12,7 +12,7 @@ from ._lib import DataflowValueError, check, lib
 from ._program import DataflowProgram, Owned, _name
 from .plan import GPUTopology, InstructionPlan
 
-__all__ = ["schedule"]
+__all__ = ["schedule", "schedule_options"]
 
 _NONE_LIKE = (None, False)
 
@@ -62,8 +62,24 @@ def _uint(value, what: str) -> int:
     return value
 
 
-def schedule(
-    program: DataflowProgram,
+def schedule(program: DataflowProgram, **options) -> InstructionPlan:
+    """Schedule ``program`` for concrete range lengths (REFERENCE 2); the
+    keyword arguments are the reference's (see ``schedule_options``)."""
+    if not isinstance(program, DataflowProgram):
+        raise TypeError(f"schedule expects a DataflowProgram, got {type(program).__name__}")
+    prog = program.c_program()
+    o, keep = schedule_options(**options)
+    out = ctypes.c_void_p()
+    check(lib.df_schedule(prog.ptr, ctypes.byref(o), ctypes.byref(out)))
+    del keep
+    handle = Owned(out.value, lib.df_plan_destroy)
+    try:
+        return plan_from_c(handle.ptr, program, options["topology"])
+    finally:
+        handle.close()
+
+
+def schedule_options(
     *,
     topology: GPUTopology,
     range_lengths: Mapping[str, int | Iterable[int]],
@@ -78,14 +94,13 @@ def schedule(
     iter_range_buckets=None,
     iter_range_bucket_size: int | None = None,
     iter_range_exact_lengths=None,
-) -> InstructionPlan:
-    """Schedule ``program`` for concrete range lengths (REFERENCE 2)."""
-    if not isinstance(program, DataflowProgram):
-        raise TypeError(f"schedule expects a DataflowProgram, got {type(program).__name__}")
+) -> tuple:
+    """The df_schedule_options of ``schedule``'s keyword arguments, and the
+    ctypes arrays they point into (keep both alive while the options are
+    used): what df_schedule and libdfrt's df_rt_plan_replan take."""
     if not isinstance(topology, GPUTopology):
         raise TypeError(f"schedule expects topology=GPUTopology(...), got "
                         f"{type(topology).__name__}")
-    prog = program.c_program()
     o = lib.df_schedule_options_default()
     o.topology = topology.to_c()
     o.block_size = _uint(block_size, "block_size")
@@ -146,10 +161,4 @@ def schedule(
     check(lib.df_exact_lengths_parse(
         _option_text(iter_range_exact_lengths, "iter_range_exact_lengths"),
         ctypes.byref(o.exact_lengths)))
-    out = ctypes.c_void_p()
-    check(lib.df_schedule(prog.ptr, ctypes.byref(o), ctypes.byref(out)))
-    handle = Owned(out.value, lib.df_plan_destroy)
-    try:
-        return plan_from_c(handle.ptr, program, topology)
-    finally:
-        handle.close()
+    return o, keep

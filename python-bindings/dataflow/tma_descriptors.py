@@ -1,47 +1,21 @@
 """TMA descriptor specs and the fail-closed validation of the tensors
 behind them (REFERENCE 7.3), done by libdfrt's df_rt_tma_validate. The
-ctypes mirrors below follow include/df/runtime.h; libdfrt is optional and
+ctypes mirrors of include/df/runtime.h live in _ctypes_rt; libdfrt is optional and
 ``runtime_available()`` says whether it was found."""
 
 from __future__ import annotations
 
 import ctypes
-from ctypes import POINTER, Structure, c_bool, c_char, c_char_p, c_int, c_int64, c_uint32, c_uint64
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from . import _ctypes as C
+from ._ctypes_rt import (DEVICE_TYPES, RT_MAX_DIMS, TMA_MAX_RANK,  # noqa: F401
+                         df_rt_tensor, df_rt_tma_binding, df_rt_tma_spec)
 from ._lib import check, runtime
 from .tensor_args import DataflowRuntimeTensorMetadata
 
 __all__ = ["DataflowTMADescriptorSpec", "validate_tma_descriptor_runtime_tensors",
            "runtime_available"]
-
-TMA_MAX_RANK = 5  # DF_CU_TENSOR_MAP_MAX_RANK
-RT_MAX_DIMS = 8   # DF_RT_MAX_DIMS
-DEVICE_TYPES = {None: 0, "cpu": 1, "cuda": 2}
-
-
-class df_rt_tma_spec(Structure):
-    _fields_ = [("name", c_char * C.NAME_MAX), ("tensor_name", c_char * C.NAME_MAX),
-                ("dtype", c_uint32), ("rank", c_uint32),
-                ("global_dim", c_uint64 * TMA_MAX_RANK), ("global_stride", c_uint64 * TMA_MAX_RANK),
-                ("box_dim", c_uint32 * TMA_MAX_RANK), ("element_strides", c_uint32 * TMA_MAX_RANK),
-                ("interleave", c_uint32), ("swizzle", c_uint32), ("l2_promotion", c_uint32),
-                ("oob_fill", c_uint32), ("is_im2col", c_bool)]
-
-
-class df_rt_tensor(Structure):
-    _fields_ = [("data_ptr", c_uint64), ("source", c_char_p), ("missing", c_bool),
-                ("has_shape", c_bool), ("has_strides", c_bool), ("ndim", c_uint32),
-                ("shape", c_int64 * RT_MAX_DIMS), ("strides_bytes", c_int64 * RT_MAX_DIMS),
-                ("device_type", C.enum), ("has_device_index", c_bool), ("device_index", c_int),
-                ("dtype_code", c_uint32), ("dtype_bits", c_uint32)]
-
-
-class df_rt_tma_binding(Structure):
-    _fields_ = [("name", c_char_p), ("has_ptr", c_bool), ("data_ptr", c_uint64),
-                ("meta", POINTER(df_rt_tensor))]
 
 
 def runtime_available() -> bool:
@@ -49,11 +23,7 @@ def runtime_available() -> bool:
 
 
 def _declare():
-    dll = runtime.load()
-    fn = dll.df_rt_tma_validate
-    fn.restype = C.df_status
-    fn.argtypes = [POINTER(df_rt_tma_spec), c_uint32, POINTER(df_rt_tma_binding), c_uint32, c_int]
-    return fn
+    return runtime.load().df_rt_tma_validate
 
 
 @dataclass(frozen=True)

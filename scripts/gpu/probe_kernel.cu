@@ -84,7 +84,8 @@ __device__ void report(const unsigned *instructions, const unsigned *queue_offse
       const unsigned *args, const TensorArg *tensor_args, const unsigned *input_slots,       \
       const unsigned *task_coords, unsigned char *global_staging, unsigned *flags,           \
       unsigned shared_slot_base_offset, unsigned barrier_count, unsigned cluster_ack_count,  \
-      unsigned cluster_size, unsigned block_size, unsigned scratch_offset
+      unsigned cluster_size, unsigned block_size, unsigned scratch_offset,                   \
+      unsigned *progress
 
 #define REPORT                                                                               \
   report(instructions, queue_offsets, queue_lengths, slots, barrier_init_lengths,           \

@@ -6,7 +6,11 @@
 #   DIR holds what was built on the CPU machine: NAME.ptx (or NAME.cubin)
 #   with NAME.dfplan, and optionally NAME.args (extra df-run arguments on
 #   one line, e.g. "--tensor Q=file:@DIR@/q.bin:float16:2x16 ... --check
-#   O=@DIR@/o_ref.bin:0.02"; @DIR@ and @OUT@ stand for DIR and $OUT).
+#   O=@DIR@/o_ref.bin:0.02"; @DIR@, @OUT@ and @WORK@ stand for DIR, $OUT
+#   and a scratch folder that does not come back) and NAME.expect ("RC
+#   REGEX": the run must exit with RC and print a line matching REGEX, for
+#   runs that must fail, e.g. the watchdog's). Each df-run is killed after
+#   $DF_GPU_RUN_TIMEOUT seconds (default 300).
 #   scripts/gpu/make_seed_carry.sh DIR fills DIR with the seed attention
 #   kernel, plan, inputs and reference on the CPU machine.
 #   With DIR/probe.ptx, or nvcc on the PATH (which compiles
@@ -19,7 +23,8 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$(cd "${1:?usage: run_seed.sh DIR}" && pwd)"
 out="${OUT:-$root/gpu-out}"
 build="$root/build-gpu"
-mkdir -p "$out"
+work="${DF_GPU_WORK:-$build-work}"
+mkdir -p "$out" "$work"
 summary="$out/summary.txt"
 : >"$summary"
 failed=0
@@ -76,12 +81,23 @@ for plan in "$dir"/*.dfplan; do
   fi
   args=()
   [ -e "$dir/$name.args" ] &&
-    read -r -a args < <(sed -e "s|@DIR@|$dir|g" -e "s|@OUT@|$out|g" "$dir/$name.args")
-  if "$df_run" --kernel "$kernel" --plan "$plan" --iters 20 --warmup 3 "${args[@]}" \
-      >"$out/$name.log" 2>&1; then
-    note "ok   $name: $(grep -E 'launches' "$out/$name.log" | tail -1)"
+    read -r -a args < <(sed -e "s|@DIR@|$dir|g" -e "s|@OUT@|$out|g" -e "s|@WORK@|$work|g" \
+                          "$dir/$name.args")
+  timeout -k 10 "${DF_GPU_RUN_TIMEOUT:-300}" "$df_run" --kernel "$kernel" --plan "$plan" \
+    --iters 20 --warmup 3 "${args[@]}" >"$out/$name.log" 2>&1
+  rc=$?
+  if [ -e "$dir/$name.expect" ]; then
+    read -r want regex <"$dir/$name.expect"
+    if [ "$rc" = "$want" ] && grep -qE -- "$regex" "$out/$name.log"; then
+      note "ok   $name: exit $rc as expected: $(grep -E -- "$regex" "$out/$name.log" | head -1)"
+    else
+      note "FAIL $name (rc $rc, want $want /$regex/): $(tail -1 "$out/$name.log")"
+      failed=$((failed + 1))
+    fi
+  elif [ "$rc" = 0 ]; then
+    note "ok   $name: $(grep -E 'launches \(.*CUDA events' "$out/$name.log" | tail -1)"
   else
-    note "FAIL $name (rc $?): $(tail -1 "$out/$name.log")"
+    note "FAIL $name (rc $rc): $(tail -1 "$out/$name.log")"
     failed=$((failed + 1))
   fi
 done

@@ -28,6 +28,13 @@ static void slot_bytes_follow_field_alignment(void **state) {
   f[2].shape[0] = 5; /* 16 + 20 = 36 -> 48 */
   df_itype t = {"Mixed", 3, f};
   assert_int_equal(df_itype_slot_bytes(&t), 48);
+  /* Field offsets by the same rule: flag 0, x 8, v 16; AttnInter o at 4. */
+  assert_int_equal(df_itype_field_offset(&t, 0), 0);
+  assert_int_equal(df_itype_field_offset(&t, 1), 8);
+  assert_int_equal(df_itype_field_offset(&t, 2), 16);
+  assert_int_equal(df_itype_field_offset(&t, 3), DF_SENTINEL);
+  assert_int_equal(df_field_elements(&f[2]), 5);
+  assert_int_equal(df_itype_field_offset(&a->types[0], 1), 4);
   df_program_destroy(a);
   df_program_destroy(m);
 }

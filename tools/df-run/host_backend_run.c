@@ -48,8 +48,7 @@ static df_status load_plan(host_run *r) {
   if (s.code != DF_OK)
     return df_status_wrap(s, "plan: re-planning");
   df_pack_options po;
-  memset(&po, 0, sizeof po);
-  po.skip_fingerprint = true; /* run-time plans need none */
+  run_replan_pack_options(r->o, &po);
   df_packed *k;
   s = df_pack(plan, &po, NULL, &k);
   df_plan_destroy(plan);

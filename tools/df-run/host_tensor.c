@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npy.h"
+
 /* ---- files ---------------------------------------------------------------- */
 
 df_status read_whole_file(const char *path, uint8_t **bytes, size_t *len) {
@@ -128,6 +130,14 @@ df_status host_tensor_parse(const char *name, const char *spec, uint64_t default
     snprintf(t->path, sizeof t->path, "%s", buf + 5);
     return finish(t, dtype, shape);
   }
+  if (strncmp(buf, "npy:", 4) == 0 || npy_is_path(buf)) {
+    const char *path = strncmp(buf, "npy:", 4) == 0 ? buf + 4 : buf;
+    if (!path[0])
+      return df_status_errorf(DF_EINVAL, "tensor '%s': empty .npy path", name);
+    t->source = HT_NPY;
+    snprintf(t->path, sizeof t->path, "%s", path);
+    return df_status_ok(); /* dtype and shape come from the header */
+  }
   char *f[5];
   int n = split(buf, f, 5);
   if (strcmp(f[0], "random") == 0 && (n == 3 || n == 4)) {
@@ -149,8 +159,8 @@ df_status host_tensor_parse(const char *name, const char *spec, uint64_t default
     return finish(t, f[1], f[2]);
   }
   return df_status_errorf(DF_EINVAL,
-                          "tensor '%s': expected file:PATH:DTYPE:SHAPE, random:DTYPE:SHAPE[:SEED] "
-                          "or zeros:DTYPE:SHAPE, got '%s'",
+                          "tensor '%s': expected file:PATH:DTYPE:SHAPE, random:DTYPE:SHAPE[:SEED], "
+                          "zeros:DTYPE:SHAPE or PATH.npy, got '%s'",
                           name, spec);
 }
 
@@ -232,7 +242,7 @@ static bool is_float8(df_dtype t) {
 }
 
 /* Element i as a double (not for float8). */
-static double load(df_dtype t, const uint8_t *p, size_t i) {
+double host_value_load(df_dtype t, const uint8_t *p, size_t i) {
   switch (t) {
   case DF_DTYPE_BOOL: return p[i] != 0;
   case DF_DTYPE_INT8: return (int8_t)p[i];
@@ -252,7 +262,7 @@ static double load(df_dtype t, const uint8_t *p, size_t i) {
 }
 
 /* Store a value as element i. */
-static void store(df_dtype t, uint8_t *p, size_t i, double v) {
+void host_value_store(df_dtype t, uint8_t *p, size_t i, double v) {
   switch (t) {
   case DF_DTYPE_BOOL: p[i] = v != 0; break;
   case DF_DTYPE_INT8: p[i] = (uint8_t)(int8_t)v; break;
@@ -271,36 +281,31 @@ static void store(df_dtype t, uint8_t *p, size_t i, double v) {
   }
 }
 
-/* splitmix64 */
-static uint64_t next_random(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 static df_status generate(host_tensor *t) {
   if (is_float8(t->dtype))
     return df_status_errorf(DF_EUNSUPPORTED,
                             "tensor '%s': random float8 values are not supported; use file:",
                             t->name);
   size_t n = t->bytes / df_dtype_bytes(t->dtype);
-  uint64_t state = t->seed;
-  bool is_float = t->dtype >= DF_DTYPE_FLOAT16 && t->dtype <= DF_DTYPE_FLOAT64;
-  bool is_signed = t->dtype >= DF_DTYPE_INT8 && t->dtype <= DF_DTYPE_INT64;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t r = next_random(&state);
-    double u = (double)(r >> 11) * (1.0 / 9007199254740992.0); /* [0,1) */
-    double v = is_float ? 2.0 * u - 1.0
-               : is_signed ? (double)(int)(r % 16) - 8.0
-               : t->dtype == DF_DTYPE_BOOL ? (double)(r & 1)
-                                           : (double)(r % 16);
-    store(t->dtype, t->data, i, v);
-  }
+  host_random_fill(t->dtype, t->seed, 0, n, t->data, n >= (1u << 22) ? 16 : 1);
+  return df_status_ok();
+}
+
+static df_status fill_npy(host_tensor *t) {
+  npy_header h;
+  df_status s = npy_read(t->path, &h, &t->data);
+  if (s.code != DF_OK)
+    return df_status_wrap(s, t->name);
+  t->dtype = h.dtype;
+  t->ndim = h.ndim;
+  memcpy(t->shape, h.shape, sizeof t->shape);
+  t->bytes = h.data_bytes;
   return df_status_ok();
 }
 
 df_status host_tensor_fill(host_tensor *t) {
+  if (t->source == HT_NPY)
+    return fill_npy(t);
   t->data = malloc(t->bytes ? t->bytes : 1);
   if (!t->data)
     return df_status_errorf(DF_ENOMEM, "tensor '%s': out of memory for %zu bytes", t->name,
@@ -334,7 +339,7 @@ void host_tensor_describe(const host_tensor *t, char *buf, size_t cap) {
     used += (size_t)snprintf(buf + used, cap - used, "scalar");
   if (used >= cap)
     return;
-  if (t->source == HT_FILE)
+  if (t->source == HT_FILE || t->source == HT_NPY)
     snprintf(buf + used, cap - used, " from %s", t->path);
   else if (t->source == HT_RANDOM)
     snprintf(buf + used, cap - used, " random(seed %llu)", (unsigned long long)t->seed);
@@ -348,8 +353,15 @@ void host_tensor_free(host_tensor *t) {
 }
 
 df_status host_tensor_compare(const host_tensor *t, const uint8_t *got, const uint8_t *ref,
-                              double rtol, double atol, compare_result *out) {
+                              df_dtype ref_dtype, double rtol, double atol,
+                              compare_result *out) {
   memset(out, 0, sizeof *out);
+  if ((is_float8(t->dtype) || is_float8(ref_dtype)) && ref_dtype != t->dtype)
+    return df_status_errorf(DF_EUNSUPPORTED,
+                            "tensor '%s': a %s tensor compares only with a %s reference (got %s)",
+                            t->name, df_dtype_name(t->dtype), df_dtype_name(t->dtype),
+                            df_dtype_name(ref_dtype));
+  double err2 = 0, ref2 = 0;
   size_t eb = df_dtype_bytes(t->dtype);
   size_t n = eb ? t->bytes / eb : 0;
   out->elements = n;
@@ -361,7 +373,7 @@ df_status host_tensor_compare(const host_tensor *t, const uint8_t *got, const ui
         out->max_abs = INFINITY;
       }
     } else {
-      double a = load(t->dtype, got, i), b = load(t->dtype, ref, i);
+      double a = host_value_load(t->dtype, got, i), b = host_value_load(ref_dtype, ref, i);
       double diff = fabs(a - b);
       ok = !isnan(a) && !isnan(b) && diff <= atol + rtol * fabs(b);
       if (isnan(a) || isnan(b))
@@ -371,6 +383,8 @@ df_status host_tensor_compare(const host_tensor *t, const uint8_t *got, const ui
       double rel = isinf(diff) ? INFINITY : b != 0 ? diff / fabs(b) : (diff != 0 ? INFINITY : 0);
       if (rel > out->max_rel)
         out->max_rel = rel;
+      err2 += isinf(diff) ? INFINITY : diff * diff;
+      ref2 += b * b;
     }
     if (!ok) {
       if (out->mismatches == 0)
@@ -378,5 +392,6 @@ df_status host_tensor_compare(const host_tensor *t, const uint8_t *got, const ui
       out->mismatches++;
     }
   }
+  out->rel_l2 = ref2 > 0 ? sqrt(err2 / ref2) : (err2 > 0 ? INFINITY : 0);
   return df_status_ok();
 }

@@ -220,11 +220,19 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
     a[len] = '\0';
     if (v)
       v++;
-    if (strcmp(a, "--cost") == 0) {
+    if (strcmp(a, "--cost") == 0 || strcmp(a, "--repeat-check") == 0 ||
+        strcmp(a, "--per-cta-shared") == 0) {
       if (v)
-        return df_status_errorf(DF_EINVAL, "--cost takes no value, got '%s'", arg);
-      o->cost = true;
-      only.host = only.host ? only.host : "--cost";
+        return df_status_errorf(DF_EINVAL, "%s takes no value, got '%s'", a, arg);
+      if (strcmp(a, "--cost") == 0) {
+        o->cost = true;
+        only.host = only.host ? only.host : "--cost";
+      } else if (strcmp(a, "--repeat-check") == 0) {
+        o->repeat_check = true;
+        only.cuda = only.cuda ? only.cuda : "--repeat-check";
+      } else {
+        o->per_cta_shared = true;
+      }
       continue;
     }
     if (!v) {
@@ -254,6 +262,9 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
         return df_status_errorf(DF_EINVAL, "--device: %u is not a device ordinal", d);
       o->device = (int)d;
       only.cuda = only.cuda ? only.cuda : "--device";
+    } else if (strcmp(a, "--timeout-ms") == 0) {
+      DF_TRY(parse_u32(a, v, 1, &o->timeout_ms));
+      only.cuda = only.cuda ? only.cuda : "--timeout-ms";
     } else if (strcmp(a, "--iters") == 0) {
       DF_TRY(parse_u32(a, v, 1, &o->iters));
     } else if (strcmp(a, "--warmup") == 0) {
@@ -293,5 +304,8 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
   DF_TRY(check_backend(o, &only));
   if (o->replan_axis && !o->block_size)
     return df_status_errorf(DF_EINVAL, "--replan needs --block-size");
+  if (o->per_cta_shared && !o->replan_axis)
+    return df_status_errorf(DF_EINVAL, "--per-cta-shared is a layout option of --replan (a "
+                                       "blob's layout is fixed when it is written)");
   return df_status_ok();
 }

@@ -16,7 +16,13 @@ enum { RUN_MAX_TENSORS = 64, RUN_MAX_LENGTHS = 4096 };
 typedef enum run_backend { RUN_BACKEND_CUDA = 0, RUN_BACKEND_HOST = 1 } run_backend;
 
 /* Exit statuses of df-run. */
-enum { RUN_EXIT_OK = 0, RUN_EXIT_CHECK = 1, RUN_EXIT_ERROR = 2, RUN_EXIT_DIAGNOSIS = 3 };
+enum {
+  RUN_EXIT_OK = 0,
+  RUN_EXIT_CHECK = 1,
+  RUN_EXIT_ERROR = 2,
+  RUN_EXIT_DIAGNOSIS = 3,
+  RUN_EXIT_TIMEOUT = 4 /* the watchdog stopped a launch (--timeout-ms) */
+};
 
 typedef struct run_binding {
   const char *name; /* program tensor name or index */
@@ -46,6 +52,10 @@ typedef struct run_options {
   uint32_t extents[DF_MAX_AXES];
   df_policy policy;
   df_reduce_strategy strategy;
+  bool per_cta_shared; /* --per-cta-shared: slot layout of --replan */
+  /* cuda backend */
+  uint32_t timeout_ms; /* --timeout-ms N: watchdog (0 = off) */
+  bool repeat_check;   /* --repeat-check: relaunch into poisoned outputs, compare bitwise */
   /* host backend */
   const char *handlers; /* --handlers FILE.so */
   const char *op_log;   /* --op-log FILE */

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "npy.h"
+
 df_status run_tensors_find(const run_tensors *t, const char *opt, const char *name,
                            uint32_t *out) {
   for (uint32_t i = 0; i < t->count; i++)
@@ -85,31 +87,84 @@ void run_tensors_free(run_tensors *t) {
     host_tensor_free(&t->host[i]);
 }
 
+static void shape_text(uint32_t ndim, const int64_t *shape, char *buf, size_t cap) {
+  size_t used = (size_t)snprintf(buf, cap, ndim ? "" : "scalar");
+  for (uint32_t i = 0; i < ndim && used < cap; i++)
+    used += (size_t)snprintf(buf + used, cap - used, "%s%lld", i ? "x" : "",
+                             (long long)shape[i]);
+}
+
+static bool float_dtype(df_dtype d) { return d >= DF_DTYPE_FLOAT16 && d <= DF_DTYPE_FLOAT64; }
+
+/* The reference of --check: a .npy file (same shape; the same dtype, or
+   another float width for a float tensor) or raw bytes of the tensor's
+   dtype and size. */
+static df_status load_reference(const run_binding *b, const host_tensor *h, uint8_t **ref,
+                                df_dtype *dtype) {
+  *ref = NULL;
+  *dtype = h->dtype;
+  if (!npy_is_path(b->spec)) {
+    size_t len;
+    df_status s = read_whole_file(b->spec, ref, &len);
+    if (s.code != DF_OK)
+      return df_status_wrap(s, "--check");
+    if (len != h->bytes) {
+      free(*ref);
+      *ref = NULL;
+      return df_status_errorf(DF_EINVAL,
+                              "--check %s: reference '%s' has %zu bytes, the tensor %zu",
+                              b->name, b->spec, len, h->bytes);
+    }
+    return df_status_ok();
+  }
+  npy_header nh;
+  char prefix[DF_NAME_MAX + 16];
+  snprintf(prefix, sizeof prefix, "--check %s", b->name);
+  df_status s = npy_read(b->spec, &nh, ref);
+  if (s.code != DF_OK)
+    return df_status_wrap(s, prefix);
+  bool same_shape = nh.ndim == h->ndim;
+  for (uint32_t d = 0; same_shape && d < nh.ndim; d++)
+    same_shape = nh.shape[d] == h->shape[d];
+  char want[128], got[128];
+  shape_text(h->ndim, h->shape, want, sizeof want);
+  shape_text(nh.ndim, nh.shape, got, sizeof got);
+  if (!same_shape)
+    s = df_status_errorf(DF_EINVAL, "--check %s: reference '%s' has shape %s, the tensor %s",
+                         b->name, b->spec, got, want);
+  else if (nh.dtype != h->dtype && !(float_dtype(nh.dtype) && float_dtype(h->dtype)))
+    s = df_status_errorf(DF_EINVAL,
+                         "--check %s: reference '%s' is %s, the tensor %s (a float tensor may "
+                         "have a float reference of another width; other dtypes must match)",
+                         b->name, b->spec, df_dtype_name(nh.dtype), df_dtype_name(h->dtype));
+  if (s.code != DF_OK) {
+    free(*ref);
+    *ref = NULL;
+    return s;
+  }
+  *dtype = nh.dtype;
+  return df_status_ok();
+}
+
 static df_status check_one(run_tensors *t, const run_binding *b, uint32_t i, int *failed) {
   host_tensor *h = &t->host[i];
   uint8_t *ref;
-  size_t len;
-  df_status s = read_whole_file(b->spec, &ref, &len);
-  if (s.code != DF_OK)
-    return df_status_wrap(s, "--check");
-  if (len != h->bytes) {
-    free(ref);
-    return df_status_errorf(DF_EINVAL, "--check %s: reference '%s' has %zu bytes, the tensor %zu",
-                            b->name, b->spec, len, h->bytes);
-  }
+  df_dtype ref_dtype;
+  DF_TRY(load_reference(b, h, &ref, &ref_dtype));
   compare_result cr;
-  s = host_tensor_compare(h, h->data, ref, b->rtol, b->atol, &cr);
+  df_status s = host_tensor_compare(h, h->data, ref, ref_dtype, b->rtol, b->atol, &cr);
   free(ref);
   DF_TRY(s);
   if (cr.mismatches) {
     *failed = 1;
     printf("df-run: check %s: FAILED: %zu of %zu elements outside rtol %g atol %g (first at %zu; "
-           "max abs err %g, max rel err %g)\n",
+           "max abs err %g, max rel err %g, rel L2 err %g)\n",
            b->name, cr.mismatches, cr.elements, b->rtol, b->atol, cr.first_mismatch, cr.max_abs,
-           cr.max_rel);
+           cr.max_rel, cr.rel_l2);
   } else {
-    printf("df-run: check %s: ok (%zu elements, max abs err %g, max rel err %g)\n", b->name,
-           cr.elements, cr.max_abs, cr.max_rel);
+    printf("df-run: check %s: ok (%zu elements, max abs err %g, max rel err %g, rel L2 err "
+           "%g)\n",
+           b->name, cr.elements, cr.max_abs, cr.max_rel, cr.rel_l2);
   }
   return df_status_ok();
 }
@@ -140,7 +195,11 @@ df_status run_tensors_outputs(run_tensors *t, const run_options *o, run_fetch_fn
     if (!t->bound[i])
       return df_status_errorf(DF_EINVAL, "--save %s: the tensor is not bound", t->names[i]);
     DF_TRY(fetch_once(fetch, user, i, fetched));
-    DF_TRY(write_whole_file(o->saves[c].spec, t->host[i].data, t->host[i].bytes));
+    const host_tensor *h = &t->host[i];
+    if (npy_is_path(o->saves[c].spec))
+      DF_TRY(npy_write(o->saves[c].spec, h->dtype, h->ndim, h->shape, h->data, h->bytes));
+    else
+      DF_TRY(write_whole_file(o->saves[c].spec, h->data, h->bytes));
     printf("df-run: saved %s to %s\n", t->names[i], o->saves[c].spec);
   }
   return df_status_ok();
@@ -158,6 +217,12 @@ void run_replan_options(const run_options *o, df_schedule_options *so) {
   memcpy(so->extents, o->extents, sizeof so->extents);
   so->policy = o->policy;
   so->strategy = o->strategy;
+}
+
+void run_replan_pack_options(const run_options *o, df_pack_options *po) {
+  memset(po, 0, sizeof *po);
+  po->skip_fingerprint = true; /* run-time plans need none */
+  po->layout.per_cta_shared = o->per_cta_shared;
 }
 
 double run_now_us(void) {

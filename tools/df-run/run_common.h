@@ -42,6 +42,8 @@ df_status run_tensors_outputs(run_tensors *t, const run_options *o, run_fetch_fn
 
 /* The scheduler options of --replan (topology left 0: the base plan's). */
 void run_replan_options(const run_options *o, df_schedule_options *so);
+/* The pack options of --replan (no fingerprint; --per-cta-shared). */
+void run_replan_pack_options(const run_options *o, df_pack_options *po);
 
 /* Print min/median/mean/max of n >= 1 timings (sorted in place):
    "df-run: 3 launches (1 warm-up, WHAT): min ..."; one/many name a run in

@@ -5,6 +5,7 @@
 
 #include "df/blob.h"
 #include "df/compiler.h"
+#include "df/kernel_plan.h"
 #include "df/target.h"
 #include "plan_ir.h"
 #ifdef DF_HAVE_DEVICE_RUNTIME
@@ -22,6 +23,8 @@ typedef struct input {
   const char *links[16];    /* --df-link= */
   unsigned link_count;
   const char *output;       /* -o, NULL for stdout */
+  bool embed_plan;          /* --df-embed-plan */
+  bool all_features;        /* --df-kernel-features=all */
 } tr_input;
 
 typedef struct translation {
@@ -29,6 +32,8 @@ typedef struct translation {
   const char *description;
   bool accepts_blob;
   df_status (*run)(const tr_input *in, FILE *out);
+  bool own_output; /* writes -o itself (through a tool) */
+  bool kernel;     /* builds the kernel: kernel options apply */
 } translation;
 
 static df_status program_dump(const tr_input *in, FILE *out) {
@@ -39,8 +44,10 @@ static df_status program_dump(const tr_input *in, FILE *out) {
   return s;
 }
 
-/* Pack the plan held in IR with the layout options recorded on df.plan. */
-static df_status pack_module(MlirOperation module, df_packed **k, df_program **prog) {
+/* Pack the plan held in IR with the layout options recorded on df.plan;
+   optionally the program and the plan's range block size too. */
+static df_status pack_module_bs(MlirOperation module, df_packed **k, df_program **prog,
+                                uint32_t *block_size) {
   MlirOperation plan_op;
   DF_TRY(df_plan_op(module, &plan_op));
   uint32_t direct[256];
@@ -50,6 +57,8 @@ static df_status pack_module(MlirOperation module, df_packed **k, df_program **p
   df_plan *plan;
   DF_TRY(df_plan_from_ir(module, &plan));
   df_status s = df_pack(plan, &po, NULL, k);
+  if (block_size)
+    *block_size = plan->block_size;
   df_plan_destroy(plan);
   DF_TRY(s);
   if (prog) {
@@ -58,6 +67,10 @@ static df_status pack_module(MlirOperation module, df_packed **k, df_program **p
       df_packed_destroy(*k);
   }
   return s;
+}
+
+static df_status pack_module(MlirOperation module, df_packed **k, df_program **prog) {
+  return pack_module_bs(module, k, prog, NULL);
 }
 
 static df_status to_plan(const tr_input *in, FILE *out) {
@@ -86,26 +99,103 @@ static df_status plan_dump(const tr_input *in, FILE *out) {
   return s;
 }
 
-static df_status to_ptx(const tr_input *in, FILE *out) {
+/* The kernel of the module's plan as PTX (malloc'ed), with the module's
+   MLIR handler bodies and the --df-link bitcode. */
+static df_status build_kernel(const tr_input *in, char **ptx, size_t *len, uint32_t *features,
+                              df_packed **packed) {
 #ifdef DF_HAVE_DEVICE_RUNTIME
   df_packed *k;
-  DF_TRY(pack_module(in->module, &k, NULL));
+  df_program *prog;
+  uint32_t block_size = 0;
+  DF_TRY(pack_module_bs(in->module, &k, &prog, &block_size));
   df_ptx_options o = {in->sm, in->links, in->link_count, df_device_runtime_bc,
                       df_device_runtime_bc_size};
+  df_kernel_options ko = {in->module, prog, in->all_features, in->embed_plan, block_size};
+  *features = (in->all_features ? DF_FEATURES_ALL : df_packed_features(k)) |
+              (in->embed_plan ? DF_FEATURE_EMBEDDED_PLAN : 0);
+  df_status s = df_emit_kernel(k, &o, &ko, ptx, len);
+  df_program_destroy(prog);
+  if (packed && s.code == DF_OK)
+    *packed = k;
+  else
+    df_packed_destroy(k);
+  return s;
+#else
+  (void)in;
+  (void)ptx;
+  (void)len;
+  (void)features;
+  (void)packed;
+  return df_status_errorf(DF_EUNSUPPORTED,
+                          "this df-translate was built without the device runtime");
+#endif
+}
+
+static df_status to_ptx(const tr_input *in, FILE *out) {
   char *ptx = NULL;
   size_t len = 0;
-  df_status s = df_emit_ptx(k, &o, &ptx, &len);
-  df_packed_destroy(k);
+  uint32_t features;
+  df_status s = build_kernel(in, &ptx, &len, &features, NULL);
   if (!df_failed(&s) && fwrite(ptx, 1, len, out) != len)
     s = df_status_errorf(DF_EIO, "could not write the PTX");
   free(ptx);
   return s;
-#else
-  (void)in;
+}
+
+static df_status to_cubin(const tr_input *in, FILE *out) {
   (void)out;
-  return df_status_errorf(DF_EUNSUPPORTED,
-                          "this df-translate was built without the device runtime");
-#endif
+  if (!in->output)
+    return df_status_errorf(DF_EINVAL, "--df-to-cubin writes a binary; give -o FILE.cubin");
+  char ptxas[4096];
+  DF_TRY(df_ptxas_find(ptxas, sizeof ptxas));
+  char *ptx = NULL;
+  size_t len = 0;
+  uint32_t features;
+  DF_TRY(build_kernel(in, &ptx, &len, &features, NULL));
+  df_ptxas_result r;
+  df_status s = df_ptxas_run(ptxas, ptx, len, in->sm, in->output, &r);
+  free(ptx);
+  return s;
+}
+
+/* Registers, spills and shared memory of the kernel (ptxas -v), with what
+   the plan says (features, dynamic shared memory). */
+static df_status kernel_report(const tr_input *in, FILE *out) {
+  char *ptx = NULL;
+  size_t len = 0;
+  uint32_t features;
+  df_packed *k;
+  DF_TRY(build_kernel(in, &ptx, &len, &features, &k));
+  char names[256], ptxas[4096];
+  df_features_name(features, names, sizeof names);
+  const char *sm = in->sm ? in->sm : "sm_90a";
+  fprintf(out, "kernel: df_persistent_kernel\ntarget: %s\n", sm);
+  fprintf(out, "features: %s (0x%x)\n", names, features);
+  fprintf(out, "plan: %s\n", in->embed_plan ? "embedded" : "kernel parameters");
+  fprintf(out, "ptx_bytes: %zu\n", len);
+  fprintf(out, "dynamic_shared_bytes: %u\n", k->launch.shared_memory_bytes);
+  df_packed_destroy(k);
+  df_status s = df_ptxas_find(ptxas, sizeof ptxas);
+  if (df_failed(&s)) {
+    fprintf(out, "ptxas: %s; registers, spills and static shared memory are not available\n",
+            s.message);
+    free(ptx);
+    return df_status_ok();
+  }
+  df_ptxas_result r;
+  s = df_ptxas_run(ptxas, ptx, len, sm, NULL, &r);
+  free(ptx);
+  DF_TRY(s);
+  fprintf(out, "ptxas: %s\n", ptxas);
+  if (!r.found_entry) {
+    fprintf(out, "ptxas -v did not report the entry; its output:\n%s", r.log);
+    return df_status_ok();
+  }
+  fprintf(out, "registers: %u\nbarriers: %u\n", r.registers, r.barriers);
+  fprintf(out, "stack_frame_bytes: %u\nspill_store_bytes: %u\nspill_load_bytes: %u\n",
+          r.stack_frame, r.spill_stores, r.spill_loads);
+  fprintf(out, "static_shared_bytes: %u\nconstant_bytes: %u\n", r.static_shared, r.constant);
+  return df_status_ok();
 }
 
 static df_status to_host(const tr_input *in, FILE *out) {
@@ -124,35 +214,46 @@ static const translation translations[] = {
     {"--df-program-dump",
      "print the program model: stages, intermediates with slot bytes, operator ids and "
      "kinds, tensor argument order",
-     false, program_dump},
+     false, program_dump, false, false},
     {"--df-to-plan", "write the packed plan (and the program, for re-planning) as a plan blob",
-     false, to_plan},
+     false, to_plan, false, false},
     {"--df-plan-dump",
      "print a plan blob, or the plan held in IR, as text (--json: as one JSON object)", true,
-     plan_dump},
+     plan_dump, false, false},
     {"--df-to-ptx",
-     "emit the persistent kernel for the plan as PTX (--df-link=FILE.bc adds handler "
-     "bitcode, --df-sm=sm_90a|sm_90 picks the target)",
-     false, to_ptx},
+     "emit the persistent kernel for the plan as PTX: the module's MLIR handler bodies, "
+     "--df-link=FILE.bc handler bitcode, --df-sm=sm_90a|sm_90 target",
+     false, to_ptx, false, true},
+    {"--df-to-cubin", "the kernel as a cubin through ptxas (-o FILE.cubin required)", false,
+     to_cubin, true, true},
+    {"--df-kernel-report",
+     "the kernel's features, registers, spills, stack and shared memory (ptxas -v)", false,
+     kernel_report, false, true},
     {"--df-to-host",
      "link host handler bitcode (--df-link=FILE.bc) into a shared object exporting the "
      "plan's handler symbols, for df-run --backend=host (-o FILE.so required)",
-     false, to_host},
-    {NULL, NULL, false, NULL},
+     false, to_host, true, false},
+    {NULL, NULL, false, NULL, false, false},
 };
 
 static void usage(FILE *out) {
   fprintf(out, "usage: df-translate <translation> [--json] [--df-link=F.bc] [--df-sm=SM] "
-                "[-o FILE] [input|-]\n"
+                "[--df-embed-plan] [--df-kernel-features=plan|all] [-o FILE] [input|-]\n"
                "translations:\n");
   for (const translation *t = translations; t->flag; t++)
     fprintf(out, "  %-20s %s\n", t->flag, t->description);
+  fprintf(out, "kernel options (--df-to-ptx, --df-to-cubin, --df-kernel-report):\n"
+               "  --df-embed-plan      bake the plan's records into the image; the kernel "
+               "ignores its plan parameters\n"
+               "  --df-kernel-features=plan|all\n"
+               "                       plan (default): only the plan's protocol paths; all: "
+               "every path, for any plan of the program\n");
 }
 
 int main(int argc, char **argv) {
   const char *input = NULL, *output = NULL;
   const translation *chosen = NULL;
-  bool json = false;
+  bool json = false, embed = false, all_features = false, kernel_opts = false;
   const char *sm = NULL, *links[16];
   unsigned link_count = 0;
   for (int i = 1; i < argc; i++) {
@@ -174,6 +275,17 @@ int main(int argc, char **argv) {
       json = true;
     } else if (!strncmp(argv[i], "--df-sm=", 8)) {
       sm = argv[i] + 8;
+      kernel_opts = true;
+    } else if (!strcmp(argv[i], "--df-embed-plan")) {
+      embed = kernel_opts = true;
+    } else if (!strncmp(argv[i], "--df-kernel-features=", 21)) {
+      const char *v = argv[i] + 21;
+      if (strcmp(v, "plan") != 0 && strcmp(v, "all") != 0) {
+        fprintf(stderr, "df-translate: --df-kernel-features expects plan or all, got '%s'\n", v);
+        return 2;
+      }
+      all_features = !strcmp(v, "all");
+      kernel_opts = true;
     } else if (!strncmp(argv[i], "--df-link=", 10)) {
       if (link_count == 16) {
         fprintf(stderr, "df-translate: at most 16 --df-link files\n");
@@ -220,7 +332,13 @@ int main(int argc, char **argv) {
     free(text);
     return 2;
   }
-  tr_input in = {{NULL}, NULL, 0, json, sm, {NULL}, link_count, output};
+  if (kernel_opts && !chosen->kernel) {
+    fprintf(stderr, "df-translate: --df-sm, --df-embed-plan and --df-kernel-features apply to "
+                    "--df-to-ptx, --df-to-cubin and --df-kernel-report\n");
+    free(text);
+    return 2;
+  }
+  tr_input in = {{NULL}, NULL, 0, json, sm, {NULL}, link_count, output, embed, all_features};
   for (unsigned i = 0; i < link_count; i++)
     in.links[i] = links[i];
   bool is_blob = len >= DF_BLOB_MAGIC_BYTES && !memcmp(text, DF_BLOB_MAGIC, DF_BLOB_MAGIC_BYTES);
@@ -241,8 +359,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "df-translate: %s\n", s.message);
     rc = 1;
   } else {
-    /* --df-to-host writes its own file through the linker. */
-    FILE *out = chosen->run == to_host ? stdout : output ? fopen(output, "wb") : stdout;
+    /* --df-to-host and --df-to-cubin write their own file through a tool. */
+    FILE *out = chosen->own_output ? stdout : output ? fopen(output, "wb") : stdout;
     if (!out) {
       fprintf(stderr, "df-translate: cannot write '%s'\n", output);
       rc = 1;

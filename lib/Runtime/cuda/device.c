@@ -5,6 +5,12 @@
 #include "internal.h"
 
 df_status dfrt_bind(df_rt_device *dev) {
+  if (dev->hung)
+    return df_status_errorf(DF_ETIMEOUT,
+                            "device %d: unusable after a kernel that did not finish (watchdog "
+                            "timeout): its context may still run it, so df makes no more "
+                            "driver calls on it; exit the process",
+                            dev->info.ordinal);
   return dfrt_check(dev->rt, dev->rt->drv.cuCtxSetCurrent(dev->ctx), "device",
                     "cuCtxSetCurrent");
 }
@@ -83,10 +89,12 @@ void df_rt_device_close(df_rt_device *dev) {
   if (!dev)
     return;
   df_rt *rt = dev->rt;
-  if (dev->ctx)
+  if (dev->ctx && !dev->hung) /* releasing would wait for the hung kernel */
     rt->drv.cuDevicePrimaryCtxRelease(dev->device);
   df_free(&rt->alloc, dev);
 }
+
+bool df_rt_device_hung(const df_rt_device *dev) { return dev && dev->hung; }
 
 const df_rt_device_info *df_rt_device_get_info(const df_rt_device *dev) {
   return dev ? &dev->info : NULL;

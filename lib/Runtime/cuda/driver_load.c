@@ -49,6 +49,15 @@ static const dfrt_symbol symbols[] = {
     SYM(cuStreamSynchronize, NULL, true),
     SYM(cuLaunchKernelEx, NULL, true),
     SYM(cuTensorMapEncodeTiled, NULL, false),
+    SYM(cuStreamQuery, NULL, false),
+    SYM(cuMemHostAlloc, NULL, false),
+    SYM(cuMemFreeHost, NULL, false),
+    SYM(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", false),
+    SYM(cuEventCreate, NULL, false),
+    SYM(cuEventRecord, NULL, false),
+    SYM(cuEventSynchronize, NULL, false),
+    SYM(cuEventElapsedTime, "cuEventElapsedTime_v2", false),
+    SYM(cuEventDestroy, "cuEventDestroy_v2", false),
 };
 
 static void *get_member(const df_cuda_driver *t, size_t offset) {

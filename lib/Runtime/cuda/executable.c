@@ -206,6 +206,8 @@ void df_rt_executable_destroy(df_rt_executable *e) {
   dfrt_buffer_release(e->dev, &e->staging);
   dfrt_buffer_release(e->dev, &e->flags);
   dfrt_targs_release(e);
+  dfrt_watch_release(e);
+  df_free(a, e->plan_host);
   df_free(a, e->staging_host);
   df_free(a, e->handlers);
   df_free(a, e->names);
@@ -286,6 +288,7 @@ df_status df_rt_executable_launch(df_rt_executable *e, df_rt_stream *stream) {
   CUstream h = df_rt_stream_handle(stream);
   const df_cuda_driver *d = &e->rt->drv;
   DF_TRY(dfrt_bind(e->dev));
+  DF_TRY(dfrt_watch_before(e, h));
   dfrt_targs *t = &e->targs;
   DF_TRY(dfrt_targs_update(e, t->current, t->current_len, h));
   if (e->tma_count && !t->built) {
@@ -312,6 +315,7 @@ df_status df_rt_executable_launch(df_rt_executable *e, df_rt_stream *stream) {
                       "launch: flag reset", "cuMemsetD8Async"));
   DF_TRY(dfrt_launch_attributes(e, &e->cfg));
   DF_TRY(dfrt_launch_kernel(e, h));
+  DF_TRY(dfrt_watch_after(e, h));
   if (!e->copy_back_staging)
     return df_status_ok();
   if (e->staging_host_len != e->staging_bytes) {
@@ -343,7 +347,7 @@ df_status df_rt_executable_launch_info(const df_rt_executable *e, df_rt_launch_i
   out->non_portable_cluster = e->cfg.non_portable;
   out->needs_flag_reset = e->cfg.needs_flag_reset;
   out->block_size = e->cfg.block_size;
-  out->param_count = DF_RT_KERNEL_POINTER_PARAMS + DF_RT_KERNEL_SCALAR_PARAMS + e->tma_count;
+  out->param_count = DF_RT_KERNEL_FIXED_PARAMS + e->tma_count;
   out->flags_bytes = e->flags_bytes;
   out->staging_bytes = e->staging_bytes;
   out->plan_bytes = e->plan_bytes;

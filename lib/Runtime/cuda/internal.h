@@ -23,6 +23,15 @@ struct df_rt_device {
   CUdevice device;
   CUcontext ctx;
   df_rt_device_info info;
+  /* Set by the watchdog when a kernel did not finish: the context may
+     still run it, so no driver call is made any more (destroy functions
+     only free host memory; everything else fails). */
+  bool hung;
+};
+
+struct df_rt_event {
+  df_rt_device *dev;
+  CUevent handle;
 };
 
 struct df_rt_stream {
@@ -163,9 +172,20 @@ struct df_rt_executable {
   uint8_t *staging_host;
   size_t staging_host_len;
   dfrt_targs targs;
+  /* host copy of the uploaded plan image (sections at `sections`), for
+     the watchdog's dump */
+  uint8_t *plan_host;
+  /* watchdog (watchdog.c): 0 = off, launches are asynchronous */
+  uint32_t timeout_ms;
+  uint32_t *progress_host;  /* mapped host memory (cuMemHostAlloc), NULL = none */
+  size_t progress_words;
+  uint32_t progress_ctas;   /* CTAs of the last watched launch */
+  df_rt_cta_progress *last_progress; /* snapshot at the last timeout */
+  uint32_t last_progress_count;
   /* kernel parameter values */
   CUdeviceptr params_ptr[DF_RT_KERNEL_POINTER_PARAMS];
   uint32_t params_u32[DF_RT_KERNEL_SCALAR_PARAMS];
+  CUdeviceptr param_progress; /* kernel parameter 20: 0 without a watchdog */
 };
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -182,8 +202,18 @@ df_status dfrt_check(const df_rt *rt, CUresult r, const char *object, const char
 /* Error class of a driver status. */
 df_code dfrt_code_for(CUresult r);
 
-/* Make the device's context current on the calling thread. */
+/* Make the device's context current on the calling thread. Fails once the
+   watchdog has marked the device hung. */
 df_status dfrt_bind(df_rt_device *dev);
+
+/* Watchdog (watchdog.c). Before a watched launch: wait (with the
+   deadline) for earlier work on the stream, size and zero the progress
+   array and set parameter 20. After it: poll the stream until it is done,
+   fails, or the deadline passes (then snapshot the progress, request the
+   abort, mark the device hung and return DF_ETIMEOUT with a summary). */
+df_status dfrt_watch_before(df_rt_executable *e, CUstream stream);
+df_status dfrt_watch_after(df_rt_executable *e, CUstream stream);
+void dfrt_watch_release(df_rt_executable *e);
 
 /* Read a whole file into a new buffer (allocated with `a`). */
 df_status dfrt_read_file(const df_allocator *a, const char *path, const char *what,
@@ -193,6 +223,7 @@ df_status dfrt_read_file(const df_allocator *a, const char *path, const char *wh
    allocates a new one when it is too small. *grown tells whether it did. */
 df_status dfrt_buffer_reserve(df_rt_device *dev, dfrt_buffer *b, size_t bytes,
                               const char *object, bool *grown);
+/* Frees the buffer (only forgets it on a hung device). */
 void dfrt_buffer_release(df_rt_device *dev, dfrt_buffer *b);
 
 /* Clone a program through its builders. */

@@ -162,7 +162,10 @@ df_status dfrt_launch_prepare(df_rt_executable *e, const df_launch_package *lp,
 }
 
 df_status dfrt_launch_kernel(df_rt_executable *e, CUstream stream) {
-  enum { FIXED = DF_RT_KERNEL_POINTER_PARAMS + DF_RT_KERNEL_SCALAR_PARAMS };
+  _Static_assert(DF_RT_KERNEL_POINTER_PARAMS + DF_RT_KERNEL_SCALAR_PARAMS ==
+                     DF_RT_KERNEL_PROGRESS_PARAM,
+                 "the progress array follows the scalar parameters");
+  enum { FIXED = DF_RT_KERNEL_FIXED_PARAMS };
   void *stack_params[FIXED + 8];
   void **params = stack_params;
   size_t count = FIXED + e->tma_count;
@@ -176,6 +179,7 @@ df_status dfrt_launch_kernel(df_rt_executable *e, CUstream stream) {
     params[i] = &e->params_ptr[i];
   for (uint32_t i = 0; i < DF_RT_KERNEL_SCALAR_PARAMS; i++)
     params[DF_RT_KERNEL_POINTER_PARAMS + i] = &e->params_u32[i];
+  params[DF_RT_KERNEL_PROGRESS_PARAM] = &e->param_progress;
   for (uint32_t i = 0; i < e->tma_count; i++)
     params[FIXED + i] = &e->targs.maps[i];
   CUlaunchConfig cfg;

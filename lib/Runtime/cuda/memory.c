@@ -49,6 +49,18 @@ df_status df_rt_memcpy_dtoh(df_rt_device *dev, df_rt_stream *stream, void *dst,
                     "cuStreamSynchronize");
 }
 
+df_status df_rt_memset_d8(df_rt_device *dev, df_rt_stream *stream, CUdeviceptr dst,
+                          uint8_t value, size_t bytes) {
+  if (!dev)
+    return df_status_errorf(DF_EINVAL, "memory: NULL device in df_rt_memset_d8");
+  if (!bytes)
+    return df_status_ok();
+  DF_TRY(dfrt_bind(dev));
+  return dfrt_check(dev->rt, dev->rt->drv.cuMemsetD8Async(dst, value, bytes,
+                                                          df_rt_stream_handle(stream)),
+                    "memory", "cuMemsetD8Async");
+}
+
 df_status dfrt_buffer_reserve(df_rt_device *dev, dfrt_buffer *b, size_t bytes,
                               const char *object, bool *grown) {
   size_t size = bytes ? bytes : 1;
@@ -67,7 +79,7 @@ df_status dfrt_buffer_reserve(df_rt_device *dev, dfrt_buffer *b, size_t bytes,
 }
 
 void dfrt_buffer_release(df_rt_device *dev, dfrt_buffer *b) {
-  if (b->ptr)
+  if (b->ptr && !dev->hung)
     dev->rt->drv.cuMemFree(b->ptr);
   b->ptr = 0;
   b->cap = 0;

@@ -64,9 +64,13 @@ df_status dfrt_plan_upload(df_rt_executable *e, const df_packed *k, const uint32
   if (st.code == DF_OK && end)
     st = dfrt_check(e->rt, e->rt->drv.cuMemcpyHtoDAsync(e->plan_buf.ptr, image, end, stream),
                     "executable: plan arrays", "cuMemcpyHtoDAsync");
-  df_free(a, image);
-  if (st.code != DF_OK)
+  if (st.code != DF_OK) {
+    df_free(a, image);
     return st;
+  }
+  /* Kept for the watchdog's dump (handler ids as uploaded). */
+  df_free(a, e->plan_host);
+  e->plan_host = image;
   e->plan_bytes = end;
   for (int i = 0; i < DFRT_SEC_COUNT; i++) {
     e->sections[i] = offsets[i];

@@ -12,7 +12,8 @@ void df_rt_cluster_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
       uint32_t b = df_comm_barrier(&c[i], df_rt_slot(rt, c[i].dst_slot_id));
       if (b == DF_SENTINEL)
         __builtin_trap(); /* packer invariant: cluster targets have barriers */
-      df_ptx_mbar_wait_cluster(df_rt_bar_addr(rt, b), c[i].flag_epoch & 1);
+      df_rt_mark(rt, DF_PHASE_CLUSTER_RECV, df_rt_comm_index(rt, &c[i]), c[i].flag_epoch & 1);
+      df_rt_bar_wait(rt, df_rt_bar_addr(rt, b), c[i].flag_epoch & 1, true);
     }
     df_ptx_fence_proxy_async();
   }
@@ -28,6 +29,7 @@ static void recv_copy(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
   for (uint32_t j = 0; j < g; j++) {
     const df_abi_slot *src = df_rt_slot(rt, c[j].src_slot_id);
     const df_abi_slot *dst = df_rt_slot(rt, c[j].dst_slot_id);
+    df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, &c[j]), c[j].flag_epoch);
     df_rt_poll_flag(rt, df_comm_flag(&c[j], dst), c[j].flag_epoch);
     uint32_t off = c[j].byte_offset;
     df_rt_copy(rt, df_rt_slot_ptr(rt, dst) + off, rt->staging + dst->global_offset + off,
@@ -42,9 +44,12 @@ static void recv_copy(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
    phase, clear the issued bit. */
 static void recv_bulk(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
   uint32_t b = df_comm_barrier(c, df_rt_slot(rt, c->dst_slot_id));
-  if (!df_rt_bit(rt, rt->issued_bits, b))
+  if (!df_rt_bit(rt, rt->issued_bits, b)) {
+    df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, &c[g - 1]), c[g - 1].flag_epoch);
     df_rt_hbm_bulk_post(rt, c, g, true);
-  df_ptx_mbar_wait(df_rt_bar_addr(rt, b), c->barrier_phase & 1);
+  }
+  df_rt_mark(rt, DF_PHASE_HBM_BULK, df_rt_comm_index(rt, c), c->barrier_phase & 1);
+  df_rt_bar_wait(rt, df_rt_bar_addr(rt, b), c->barrier_phase & 1, false);
   df_rt_bit_put(rt, rt->issued_bits, b, false);
 }
 

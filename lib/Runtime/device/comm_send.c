@@ -7,10 +7,12 @@
    CLUSTER_RELEASE has completed phase 0 of our ACK barrier. The ACK
    bit-word remembers that it has, so later sends of a gate skip the wait. */
 static void wait_ack(const df_rt *rt, const df_abi_comm *c, const df_abi_slot *dst) {
-  if (!(dst->flags & DF_SLOT_FLAG_CLUSTER_GATED_PUSH) || c->flag_index == DF_SENTINEL ||
+  if (!DF_HAS(DF_FEATURE_GATED) || !(dst->flags & DF_SLOT_FLAG_CLUSTER_GATED_PUSH) ||
+      c->flag_index == DF_SENTINEL ||
       df_rt_bit(rt, rt->ack_bits, c->flag_index))
     return;
-  df_ptx_mbar_wait_cluster(df_rt_ack_addr(rt, c->flag_index), 0);
+  df_rt_mark(rt, DF_PHASE_CLUSTER_SEND, df_rt_comm_index(rt, c), 0);
+  df_rt_bar_wait(rt, df_rt_ack_addr(rt, c->flag_index), 0, true);
   df_rt_bit_put(rt, rt->ack_bits, c->flag_index, true);
 }
 
@@ -51,9 +53,9 @@ void df_rt_cluster_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   if (!df_rt_leader(rt))
     return;
   for (uint32_t i = 0; i < n; i++) {
-    if (c[i].kind == DF_COMM_CLUSTER_SEND)
+    if (DF_HAS(DF_FEATURE_CLUSTER_SEND) && c[i].kind == DF_COMM_CLUSTER_SEND)
       cluster_send(rt, &c[i]);
-    else if (c[i].kind == DF_COMM_CLUSTER_RELEASE)
+    else if (DF_HAS(DF_FEATURE_RELEASE) && c[i].kind == DF_COMM_CLUSTER_RELEASE)
       cluster_release(rt, &c[i]);
   }
   df_ptx_bulk_commit();
@@ -63,6 +65,7 @@ void df_rt_cluster_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
    copy for direct-global slots already there), fence, barrier; then the
    leader publishes each epoch with a release store. */
 void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  df_rt_mark(rt, DF_PHASE_HBM_SEND, df_rt_comm_index(rt, c), 0);
   for (uint32_t i = 0; i < n; i++) {
     if (c[i].kind != DF_COMM_HBM_SEND)
       continue;

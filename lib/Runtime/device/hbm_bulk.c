@@ -9,13 +9,18 @@
 /* All threads that call it: acquire-poll until the flag reaches `epoch`. */
 void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch) {
   uint64_t a = df_gaddr(&rt->flags[flag]);
-  while (df_ptx_ld_acquire_gpu(a) < epoch)
+  for (uint32_t n = 1; df_ptx_ld_acquire_gpu(a) < epoch; n++) {
     df_ptx_nanosleep(DF_POLL_SLEEP_NS);
+    if (df_rt_leader(rt))
+      df_rt_check_abort(rt, n);
+  }
 }
 
 /* Whether group c[0..g) (one transfer, its segments) can go through the
    bulk path: it needs a barrier, a shared target and 16-byte granules. */
 bool df_rt_hbm_bulk_ok(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
+  if (!DF_HAS(DF_FEATURE_HBM_BULK))
+    return false;
   if (c->kind != DF_COMM_HBM_RECV_ISSUE && c->kind != DF_COMM_HBM_RECV_WAIT &&
       c->segment_count <= 1)
     return false;

@@ -36,6 +36,8 @@ static df_rt rt_make(const df_abi_slot *slots, const df_abi_comm *comms, uint8_t
   rt.threads = df_ptx_threads();
   rt.pend_lo = rt.new_lo = UINT32_MAX;
   rt.pend_hi = rt.new_hi = 0;
+  rt.progress = (volatile uint32_t *)0;
+  rt.abort_req = (volatile uint32_t *)0;
   return rt;
 }
 
@@ -60,6 +62,8 @@ static df_rt rt_make(const df_abi_slot *slots, const df_abi_comm *comms, uint8_t
     17 cluster_size            u32  CTAs per cluster (launch cluster dims)
     18 block_size              u32  the plan's range block size (df_ctx)
     19 scratch_offset          u32  compiler scratch in dynamic smem, 0 = none
+    20 progress                uint32_t *  watchdog progress array (df/progress.h),
+                                           NULL = no watchdog
    Pointers are global memory. Grid = one CTA per queue, queue = blockIdx.x. */
 __attribute__((nvptx_kernel)) void df_persistent_kernel(
     const df_abi_instr *restrict instructions, const uint32_t *restrict queue_offsets,
@@ -70,10 +74,37 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     const uint32_t *restrict input_slots, const uint32_t *restrict task_coords,
     uint8_t *global_staging, uint32_t *flags, uint32_t shared_slot_base_offset,
     uint32_t barrier_count, uint32_t cluster_ack_count, uint32_t cluster_size,
-    uint32_t block_size, uint32_t scratch_offset) {
+    uint32_t block_size, uint32_t scratch_offset, volatile uint32_t *progress) {
+  if (DF_HAS(DF_FEATURE_EMBEDDED_PLAN)) {
+    /* --df-embed-plan: the records are constant data of this image; the
+       plan parameters are ignored. */
+    const df_plan_records *e = &df_embedded_plan;
+    instructions = e->instructions;
+    queue_offsets = e->queue_offsets;
+    queue_lengths = e->queue_lengths;
+    slots = e->slots;
+    comms = e->comms;
+    barrier_init_offsets = e->barrier_init_offsets;
+    barrier_init_lengths = e->barrier_init_lengths;
+    barrier_init_indices = e->barrier_init_indices;
+    args = e->args;
+    input_slots = e->input_slots;
+    task_coords = e->task_coords;
+    shared_slot_base_offset = e->shared_slot_base_offset;
+    barrier_count = e->barrier_count;
+    cluster_ack_count = e->cluster_ack_count;
+    cluster_size = e->cluster_size;
+    block_size = e->block_size;
+  }
   df_rt rt = rt_make(slots, comms, global_staging, flags, shared_slot_base_offset,
                      barrier_count, cluster_ack_count, cluster_size, scratch_offset);
   const uint32_t q = df_ptx_block();
+  if (progress) {
+    rt.abort_req = progress;
+    rt.progress = progress + DF_PROGRESS_HEADER_WORDS + DF_PROGRESS_CTA_WORDS * q;
+    df_rt_mark_pc(&rt, DF_PROGRESS_PC_NONE);
+    df_rt_mark(&rt, DF_PHASE_STARTUP, DF_PROGRESS_NONE, 0);
+  }
   df_rt_startup(&rt, barrier_init_indices + barrier_init_offsets[q], barrier_init_lengths[q]);
 
   df_ctx ctx = {0};
@@ -98,8 +129,9 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     const df_abi_args *a = (const df_abi_args *)(args + in->arg_offset);
     const df_abi_comm *c = comms + in->comm_offset;
     const uint32_t n = in->comm_count;
-    const uint32_t kinds = df_comm_kinds(c, n);
+    const uint32_t kinds = df_comm_kinds_checked(c, n);
 
+    df_rt_mark_pc(&rt, pc);
     df_rt_source_guard(&rt, a, c, n);
     if (kinds & DF_KIND_BIT(DF_COMM_CLUSTER_RECV))
       df_rt_cluster_recv(&rt, c, n);
@@ -108,9 +140,10 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
 
     if (in->handler_id != DF_SENTINEL) {
       ctx.args = a;
+      df_rt_mark(&rt, DF_PHASE_HANDLER, in->handler_id, a->task_id);
       df_dispatch(in->handler_id, &ctx);
     }
-    if (op == DF_ABI_OP_CLUSTER_SYNC && cluster_size > 1)
+    if (op == DF_ABI_OP_CLUSTER_SYNC && df_rt_clustered(&rt))
       df_ptx_cluster_sync();
     /* Handler writes are complete (and, for bulk sends, ordered before the
        async proxy) before anything moves them or reuses their slots. */
@@ -127,5 +160,8 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     if (kinds & DF_KIND_BIT(DF_COMM_HBM_SEND))
       df_rt_hbm_send(&rt, c, n);
   }
+  df_rt_mark_pc(&rt, DF_PROGRESS_PC_NONE);
+  df_rt_mark(&rt, DF_PHASE_FINISH, DF_PROGRESS_NONE, 0);
   df_rt_finish(&rt);
+  df_rt_mark(&rt, DF_PHASE_DONE, DF_PROGRESS_NONE, 0);
 }

@@ -30,7 +30,7 @@ static bool writes_pending(const df_rt *rt, const df_abi_args *a, const df_abi_c
 }
 
 void df_rt_source_guard(df_rt *rt, const df_abi_args *a, const df_abi_comm *c, uint32_t n) {
-  if (rt->pend_lo >= rt->pend_hi)
+  if (!DF_HAS(DF_FEATURE_CLUSTER_SEND) || rt->pend_lo >= rt->pend_hi)
     return; /* no bulk send outstanding */
   uint32_t action = a->reserved0;
   if (action == DF_SOURCE_WAIT_NONE) {
@@ -39,6 +39,7 @@ void df_rt_source_guard(df_rt *rt, const df_abi_args *a, const df_abi_comm *c, u
     action = DF_SOURCE_WAIT_ALL;
   }
   bool keep = action == DF_SOURCE_WAIT_KEEP_NEWEST;
+  df_rt_mark(rt, DF_PHASE_SOURCE_GUARD, DF_PROGRESS_NONE, action);
   if (df_rt_leader(rt)) {
     if (keep)
       df_ptx_bulk_wait_read_but_newest();

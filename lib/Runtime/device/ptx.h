@@ -6,6 +6,7 @@
 #ifndef DF_DEVICE_PTX_H
 #define DF_DEVICE_PTX_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define DF_PTX static inline __attribute__((always_inline))
@@ -110,6 +111,28 @@ DF_PTX void df_ptx_mbar_remote_expect_tx(uint32_t rbar, uint32_t tx) {
 DF_PTX void df_ptx_mbar_remote_arrive(uint32_t rbar) {
   __asm__ __volatile__("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(rbar)
                        : "memory");
+}
+/* One try_wait (the hardware may suspend briefly): whether the phase with
+   parity `parity` has completed; CTA scope, and cluster-scope acquire. */
+DF_PTX bool df_ptx_mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  __asm__ __volatile__("{\n\t.reg .pred p;\n\t"
+                       "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                       "selp.b32 %0, 1, 0, p;\n\t}"
+                       : "=r"(done)
+                       : "r"(bar), "r"(parity)
+                       : "memory");
+  return done != 0;
+}
+DF_PTX bool df_ptx_mbar_try_wait_cluster(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  __asm__ __volatile__("{\n\t.reg .pred p;\n\t"
+                       "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+                       "selp.b32 %0, 1, 0, p;\n\t}"
+                       : "=r"(done)
+                       : "r"(bar), "r"(parity)
+                       : "memory");
+  return done != 0;
 }
 /* Spin until the phase with parity `parity` has completed (CTA scope:
    completions come from local arrives and bulk-copy complete_tx). */

@@ -11,11 +11,20 @@
 
 #include "df/abi.h"
 #include "df/device.h"
+#include "df/kernel_plan.h"
+#include "df/progress.h"
 #include "ptx.h"
 
 #define DF_RT static inline __attribute__((always_inline))
 #define DF_KIND_BIT(k) (1u << (k))
 #define DF_POLL_SLEEP_NS 64u
+
+/* Defined by the generated module (lib/Target): the plan's feature bits
+   and, with DF_FEATURE_EMBEDDED_PLAN, its records. Both are constants
+   after linking, so O3 folds every DF_HAS test and drops unused paths. */
+extern const uint32_t df_plan_features;
+extern const df_plan_records df_embedded_plan;
+#define DF_HAS(f) ((df_plan_features & (f)) != 0)
 
 typedef struct df_rt {
   const df_abi_slot *slots;
@@ -32,9 +41,58 @@ typedef struct df_rt {
   /* Shared byte ranges [lo, hi) that cluster bulk sends may still read:
      all outstanding groups, and the newest group alone. Empty: lo >= hi. */
   uint32_t pend_lo, pend_hi, new_lo, new_hi;
+  /* Watchdog (df/progress.h): this CTA's progress words and the array's
+     abort word, both NULL without a watchdog. */
+  volatile uint32_t *progress;
+  volatile uint32_t *abort_req;
 } df_rt;
 
 DF_RT bool df_rt_leader(const df_rt *rt) { return rt->tid == 0; }
+/* Whether the launch has clusters (plan-wide: every CTA agrees). */
+DF_RT bool df_rt_clustered(const df_rt *rt) {
+  return DF_HAS(DF_FEATURE_CLUSTER) && rt->cluster_size > 1;
+}
+
+/* ---- watchdog progress (df/progress.h) ------------------------------------ */
+
+/* Leader only, plain volatile stores; nothing without a watchdog. */
+DF_RT void df_rt_mark(const df_rt *rt, uint32_t phase, uint32_t comm, uint32_t wait) {
+  if (rt->progress && df_rt_leader(rt)) {
+    rt->progress[DF_PROGRESS_W_PHASE] = phase;
+    rt->progress[DF_PROGRESS_W_COMM] = comm;
+    rt->progress[DF_PROGRESS_W_WAIT] = wait;
+  }
+}
+DF_RT void df_rt_mark_pc(const df_rt *rt, uint32_t pc) {
+  if (rt->progress && df_rt_leader(rt))
+    rt->progress[DF_PROGRESS_W_PC] = pc;
+}
+/* Global index of a comm record (the dump names it). */
+DF_RT uint32_t df_rt_comm_index(const df_rt *rt, const df_abi_comm *c) {
+  return (uint32_t)(c - rt->comms);
+}
+/* Spinning loops call this every so often: after the host's abort request
+   (watchdog timeout) the CTA traps, which ends the whole kernel. */
+DF_RT void df_rt_check_abort(const df_rt *rt, uint32_t spins) {
+  if (rt->abort_req && (spins & 255u) == 0 && *rt->abort_req)
+    __builtin_trap();
+}
+/* mbarrier wait for `parity` (cluster-scope acquire when `cluster`), with
+   the abort check when a watchdog is on. */
+DF_RT void df_rt_bar_wait(const df_rt *rt, uint32_t bar, uint32_t parity, bool cluster) {
+  if (!rt->abort_req) {
+    if (cluster)
+      df_ptx_mbar_wait_cluster(bar, parity);
+    else
+      df_ptx_mbar_wait(bar, parity);
+    return;
+  }
+  for (uint32_t n = 1;; n++) {
+    if (cluster ? df_ptx_mbar_try_wait_cluster(bar, parity) : df_ptx_mbar_try_wait(bar, parity))
+      return;
+    df_rt_check_abort(rt, n);
+  }
+}
 
 /* ---- control area of dynamic shared memory ---------------------------- */
 
@@ -59,11 +117,13 @@ DF_RT void df_rt_bit_put(const df_rt *rt, uint32_t words, uint32_t i, bool on) {
 
 DF_RT const df_abi_slot *df_rt_slot(const df_rt *rt, uint32_t id) { return &rt->slots[id]; }
 DF_RT bool df_slot_in_shared(const df_abi_slot *s) {
-  return !(s->flags & DF_SLOT_FLAG_HBM_DIRECT_GLOBAL);
+  return !(DF_HAS(DF_FEATURE_DIRECT_GLOBAL) && (s->flags & DF_SLOT_FLAG_HBM_DIRECT_GLOBAL));
 }
 /* Byte offset of a shared (arena or scratch-backed) slot in dynamic smem. */
 DF_RT uint32_t df_rt_slot_smem(const df_rt *rt, const df_abi_slot *s) {
-  return ((s->flags & DF_SLOT_FLAG_SCRATCH_BACKED) ? rt->scratch_offset : rt->slot_base) +
+  return ((DF_HAS(DF_FEATURE_SCRATCH) && (s->flags & DF_SLOT_FLAG_SCRATCH_BACKED))
+              ? rt->scratch_offset
+              : rt->slot_base) +
          s->shared_offset;
 }
 /* Generic pointer to a slot's bytes, wherever they live (as df_slot_ptr). */
@@ -100,6 +160,16 @@ DF_RT uint32_t df_comm_kinds(const df_abi_comm *c, uint32_t n) {
   for (uint32_t i = 0; i < n; i++)
     k |= DF_KIND_BIT(c[i].kind & 31);
   return k;
+}
+/* The kinds of an instruction's comms, limited to what this kernel was
+   built for: a protocol kind (1-7) outside its features traps (the plan
+   needs a kernel built for it, or one built with every feature). */
+DF_RT uint32_t df_comm_kinds_checked(const df_abi_comm *c, uint32_t n) {
+  const uint32_t allowed = df_plan_features_kinds(df_plan_features);
+  uint32_t k = df_comm_kinds(c, n);
+  if (k & ~allowed & 0xFEu)
+    __builtin_trap();
+  return k & allowed;
 }
 
 /* Global-space address of a generic pointer into global memory. */

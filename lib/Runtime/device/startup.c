@@ -11,21 +11,25 @@ void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_
   if (df_rt_leader(rt)) {
     for (uint32_t i = 0; i < init_count; i++)
       df_ptx_mbar_init(df_rt_bar_addr(rt, init_indices[i]), 1);
-    for (uint32_t i = 0; i < rt->ack_count; i++)
-      df_ptx_mbar_init(df_rt_ack_addr(rt, i), 1);
-    uint32_t ack_words = (rt->ack_count + 31) / 32;
-    uint32_t issued_words = (rt->barrier_count + 31) / 32;
-    for (uint32_t i = 0; i < ack_words; i++)
-      df_rt_words(rt, rt->ack_bits)[i] = 0;
-    for (uint32_t i = 0; i < issued_words; i++)
-      df_rt_words(rt, rt->issued_bits)[i] = 0;
+    if (DF_HAS(DF_FEATURE_RELEASE | DF_FEATURE_GATED)) {
+      for (uint32_t i = 0; i < rt->ack_count; i++)
+        df_ptx_mbar_init(df_rt_ack_addr(rt, i), 1);
+      uint32_t ack_words = (rt->ack_count + 31) / 32;
+      for (uint32_t i = 0; i < ack_words; i++)
+        df_rt_words(rt, rt->ack_bits)[i] = 0;
+    }
+    if (DF_HAS(DF_FEATURE_HBM_BULK)) {
+      uint32_t issued_words = (rt->barrier_count + 31) / 32;
+      for (uint32_t i = 0; i < issued_words; i++)
+        df_rt_words(rt, rt->issued_bits)[i] = 0;
+    }
     df_ptx_fence_mbarrier_init();
     df_ptx_fence_proxy_async_shared();
   }
   /* A cluster-wide barrier whenever the launch has clusters: whether a
      peer sends to us is a property of the whole plan, and every CTA of the
      cluster must take the same branch. */
-  if (rt->cluster_size > 1)
+  if (df_rt_clustered(rt))
     df_ptx_cluster_sync();
   else
     df_ptx_bar_sync();
@@ -35,8 +39,8 @@ void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_
    clusters, a final cluster barrier keeps this CTA's shared memory alive
    until no peer can still arrive on or copy into it. */
 void df_rt_finish(const df_rt *rt) {
-  if (df_rt_leader(rt))
+  if (DF_HAS(DF_FEATURE_CLUSTER_SEND) && df_rt_leader(rt))
     df_ptx_bulk_wait_read_all();
-  if (rt->cluster_size > 1)
+  if (df_rt_clustered(rt))
     df_ptx_cluster_sync();
 }

@@ -93,7 +93,7 @@ run 2 "file '$work/o.bin' has 128 bytes, float32 shape needs 256" "${base[@]}" "
 run 2 "tensor dtype: " "${base[@]}" "${qkv[@]}" --tensor O=zeros:complex:4
 run 2 "shape '4xx' is not non-negative integers" "${base[@]}" "${qkv[@]}" --tensor O=zeros:fp16:4xx
 run 2 "random float8 values are not supported" "${base[@]}" "${qkv[@]}" --tensor O=random:float8_e4m3:4
-run 2 "expected file:PATH:DTYPE:SHAPE, random:DTYPE:SHAPE\[:SEED\] or zeros:DTYPE:SHAPE" \
+run 2 "expected file:PATH:DTYPE:SHAPE, random:DTYPE:SHAPE\[:SEED\], zeros:DTYPE:SHAPE or PATH.npy" \
   "${base[@]}" "${qkv[@]}" --tensor O=ones:fp16:4
 
 # tensors by index when the plan carries no program
@@ -114,6 +114,72 @@ run 2 "plan handler 3, combine \(1,reduce\) arity passthrough, is not among" "${
   --tensor O=zeros:float16:4x16 --replan kv=512,128 --block-size 128
 run 2 "cannot re-plan: the plan carries no program" --driver "$fake" --kernel "$work/k.ptx" \
   --plan "$work/bare.dfplan" --replan kv=300,200 --block-size 128
+
+# .npy: round trips, references of another float width, bad headers
+run 0 "saved O to $work/r.npy" "${base[@]}" "${qkv[@]}" --tensor O=random:float16:4x16:5 --save "O=$work/r.npy"
+run 0 "tensor O: float16 4x16 from $work/r.npy" "${base[@]}" "${qkv[@]}" --tensor "O=$work/r.npy" \
+  --check "O=$work/r.npy:0:0" --save "O=$work/r2.npy"
+cmp -s "$work/r.npy" "$work/r2.npy" || { echo "FAIL: .npy round trip differs"; failures=$((failures + 1)); }
+head -c 128 "$work/r.npy" | grep -aq "NUMPY.*{'descr': '<f2', 'fortran_order': False, 'shape': (4, 16), }" ||
+  { echo "FAIL: .npy header"; failures=$((failures + 1)); }
+[ $(( $(stat -c %s "$work/r.npy") - 128 )) = 128 ] || { echo "FAIL: .npy data offset"; failures=$((failures + 1)); }
+run 0 "saved O to $work/r64.npy" "${base[@]}" "${qkv[@]}" --tensor O=random:float64:64:9 --save "O=$work/r64.npy"
+run 0 "saved O to $work/v.npy" "${base[@]}" "${qkv[@]}" --tensor O=random:float16:64:9 --save "O=$work/v.npy"
+run 0 "check O: ok \(64 elements, max abs err [0-9.e-]+, max rel err [0-9.e-]+, rel L2 err" "${base[@]}" "${qkv[@]}" \
+  --tensor "O=random:float32:64:9" --check "O=$work/r64.npy:1e-6:0"
+run 1 "check O: FAILED" "${base[@]}" "${qkv[@]}" --tensor "O=$work/v.npy" --check "O=$work/r64.npy:1e-6:0"
+run 0 "saved O to $work/i.npy" "${base[@]}" "${qkv[@]}" --tensor O=random:int32:8x8 --save "O=$work/i.npy"
+run 2 "--check O: reference '$work/i.npy' has shape 8x8, the tensor 4x16" "${base[@]}" "${qkv[@]}" \
+  --tensor "O=$work/r.npy" --check "O=$work/i.npy"
+run 2 "--check O: reference '$work/r64.npy' is float64, the tensor int32" "${base[@]}" "${qkv[@]}" \
+  --tensor "O=random:int32:64" --check "O=$work/r64.npy"
+npy() { # npy FILE HEADER-DICT DATA-BYTES: a v1.0 file with that dictionary
+  local dict="$2" n
+  n=$(( ${#dict} + 1 ))
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((n % 256)))\\x$(printf %02x $((n / 256)))";
+    printf '%s\n' "$dict"; head -c "$3" /dev/zero; } >"$1"
+}
+npy "$work/fortran.npy" "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }" 16
+npy "$work/big.npy" "{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }" 16
+npy "$work/bf16.npy" "{'descr': '<V2', 'fortran_order': False, 'shape': (4,), }" 8
+npy "$work/short.npy" "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }" 12
+npy "$work/nokey.npy" "{'descr': '<f4', 'shape': (4,), }" 16
+npy "$work/ok.npy" "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }" 16
+printf 'NUMPY nonsense' >"$work/magic.npy"
+run 2 "fortran.npy: .npy array is in Fortran order \(fortran_order True\); df-run needs C order" \
+  "${base[@]}" "${qkv[@]}" --tensor "O=$work/fortran.npy"
+run 2 "big.npy: .npy dtype '>f4' is big-endian" "${base[@]}" "${qkv[@]}" --tensor "O=$work/big.npy"
+run 2 "bf16.npy: .npy dtype '<V2' is a raw void type \(bfloat16" "${base[@]}" "${qkv[@]}" --tensor "O=$work/bf16.npy"
+run 2 "short.npy: .npy data has 12 bytes, its header \(dtype float32, 1 dimensions\) says 16" \
+  "${base[@]}" "${qkv[@]}" --tensor "O=$work/short.npy"
+run 2 "nokey.npy: .npy header lacks 'fortran_order'" "${base[@]}" "${qkv[@]}" --tensor "O=$work/nokey.npy"
+run 2 "magic.npy: not a .npy file" "${base[@]}" "${qkv[@]}" --tensor "O=$work/magic.npy"
+run 0 "tensor O: float32 4 from $work/ok.npy" "${base[@]}" "${qkv[@]}" --tensor "O=$work/ok.npy"
+run 2 "cannot save '$work/f8.npy' as .npy: dtype float8_e4m3" "${base[@]}" "${qkv[@]}" \
+  --tensor O=zeros:float8_e4m3:4 --save "O=$work/f8.npy"
+
+# timing with CUDA events (the fake's clock: 0.5 ms per launch)
+run 0 "3 launches \(0 warm-up, CUDA events around each launch\): min 500.0 us, median 500.0 us" \
+  "${base[@]}" "${qkv[@]}" --tensor O=zeros:float16:4x16 --iters 3
+
+# --repeat-check: the fake kernel writes nothing, so the poisoned output stays
+run 1 "repeat O: FAILED: 128 of 128 bytes differ after a relaunch into poisoned outputs" \
+  "${base[@]}" "${qkv[@]}" --tensor O=random:float16:4x16 --save "O=$work/rep.npy" --repeat-check
+run 2 "--repeat-check compares the --check and --save tensors; none is given" \
+  "${base[@]}" "${qkv[@]}" --tensor O=zeros:float16:4x16 --repeat-check
+run 2 "--repeat-check needs --backend=cuda|--repeat-check is for --backend=cuda" --backend=host --plan p \
+  --handlers h.so --repeat-check
+run 2 "--per-cta-shared is a layout option of --replan" --kernel a --plan b --per-cta-shared
+
+# the watchdog: a kernel that never finishes stops with a per-CTA dump (exit 4)
+FAKE_CUDA_HANG=1 run 4 "did not finish within 50 ms \(watchdog\): 1 of 4 CTAs not done" \
+  "${base[@]}" "${qkv[@]}" --tensor O=zeros:float16:4x16 --timeout-ms 50
+FAKE_CUDA_HANG=1 run 4 "watchdog dump: 1 of 4 CTAs not done:" \
+  "${base[@]}" "${qkv[@]}" --tensor O=zeros:float16:4x16 --timeout-ms 50
+FAKE_CUDA_HANG=1 run 4 "CTA 0: pc 1 of [0-9]+ \([a-z]+, task [0-9]+\): hbm_recv: waits on comm 1 \(hbm_recv slot [0-9]+ -> [0-9]+, flag [0-9]+ >= epoch 1\)" \
+  "${base[@]}" "${qkv[@]}" --tensor O=zeros:float16:4x16 --timeout-ms 50
+run 0 "watchdog: 1000 ms per launch" "${base[@]}" "${qkv[@]}" --tensor O=zeros:float16:4x16 --timeout-ms 1000
+run 2 "--timeout-ms: '0' is not an integer >= 1" --kernel a --plan b --timeout-ms 0
 
 # files and driver failures
 run 2 "plan: cannot open '$work/none.dfplan'" --driver "$fake" --kernel "$work/k.ptx" --plan "$work/none.dfplan"

@@ -35,6 +35,9 @@ static CUresult injected(const char *name) {
 void fake_reset(void) {
   for (int i = 0; i < fake.block_count; i++)
     free(fake.blocks[i].host);
+  for (int i = 0; i < fake.host_count; i++)
+    if (fake.host_live[i])
+      free(fake.host[i]);
   memset(&fake, 0, sizeof fake);
   fake.device_count = 1;
   fake.sm_count = 132;
@@ -50,6 +53,7 @@ void fake_reset(void) {
   fake.max_cluster_non_portable = 16;
   fake.max_active_clusters = -1;
   fake.max_active_blocks = 1;
+  fake.launch_ms = 0.5;
   for (int i = 0; i < 16; i++)
     fake.func_attr[i] = -1;
 }
@@ -97,6 +101,20 @@ int fake_live_blocks(void) {
   return n;
 }
 
+int fake_live_host(void) {
+  int n = 0;
+  for (int i = 0; i < fake.host_count; i++)
+    n += fake.host_live[i];
+  return n;
+}
+
+int fake_live_events(void) {
+  int n = 0;
+  for (int i = 0; i < fake.event_count; i++)
+    n += fake.event_live[i];
+  return n;
+}
+
 /* ---- entry points ------------------------------------------------------------ */
 
 static CUresult f_init(unsigned int flags) {
@@ -118,6 +136,7 @@ static CUresult f_error_name(CUresult e, const char **s) {
   case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
   case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
   case CUDA_ERROR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; break;
+  case CUDA_ERROR_ILLEGAL_INSTRUCTION: *s = "CUDA_ERROR_ILLEGAL_INSTRUCTION"; break;
   default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
@@ -131,6 +150,7 @@ static CUresult f_error_string(CUresult e, const char **s) {
   case CUDA_ERROR_NOT_FOUND: *s = "named symbol not found"; break;
   case CUDA_ERROR_LAUNCH_FAILED: *s = "unspecified launch failure"; break;
   case CUDA_ERROR_NO_DEVICE: *s = "no CUDA-capable device is detected"; break;
+  case CUDA_ERROR_ILLEGAL_INSTRUCTION: *s = "an illegal instruction was encountered"; break;
   default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
@@ -393,8 +413,123 @@ static CUresult f_launch(const CUlaunchConfig *c, CUfunction f, void **params, v
     memcpy(&fake.last_ptrs[i], params[i], sizeof(CUdeviceptr));
   for (int i = 0; i < 6; i++)
     memcpy(&fake.last_u32[i], params[14 + i], sizeof(uint32_t));
+  memcpy(&fake.last_progress_param, params[20], sizeof(CUdeviceptr));
   for (uint32_t i = 0; i < fake.launch_tma_count && i < FAKE_MAX_MAPS; i++)
-    memcpy(&fake.last_maps[i], params[20 + i], sizeof(CUtensorMap));
+    memcpy(&fake.last_maps[i], params[21 + i], sizeof(CUtensorMap));
+  fake.clock_ms += fake.launch_ms;
+  if (fake.launch_hook)
+    fake.launch_hook((uint32_t *)(uintptr_t)fake.last_progress_param, c->gridDimX);
+  return CUDA_SUCCESS;
+}
+
+static CUresult f_stream_query(CUstream s) {
+  record("cuStreamQuery", (uint64_t)(uintptr_t)s, 0, 0, 0, NULL, 0);
+  fake.query_count++;
+  if (fake.query_hook)
+    fake.query_hook(fake.query_count);
+  CUresult r = injected("cuStreamQuery");
+  return r != CUDA_SUCCESS ? r : fake.stream_query_result;
+}
+
+static CUresult f_host_alloc(void **p, size_t bytes, unsigned flags) {
+  record("cuMemHostAlloc", bytes, flags, 0, 0, NULL, bytes);
+  CUresult r = injected("cuMemHostAlloc");
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (fake.host_count >= FAKE_MAX_HOST || bytes == 0)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  void *h = malloc(bytes);
+  if (!h)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(h, 0xA5, bytes);
+  fake.host[fake.host_count] = h;
+  fake.host_live[fake.host_count] = true;
+  fake.host_flags[fake.host_count] = flags;
+  fake.host_count++;
+  *p = h;
+  return CUDA_SUCCESS;
+}
+
+static CUresult f_host_free(void *p) {
+  record("cuMemFreeHost", (uint64_t)(uintptr_t)p, 0, 0, 0, NULL, 0);
+  for (int i = 0; i < fake.host_count; i++)
+    if (fake.host_live[i] && fake.host[i] == p) {
+      fake.host_live[i] = false;
+      free(p);
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult f_host_dptr(CUdeviceptr *d, void *p, unsigned flags) {
+  record("cuMemHostGetDevicePointer", (uint64_t)(uintptr_t)p, flags, 0, 0, NULL, 0);
+  CUresult r = injected("cuMemHostGetDevicePointer");
+  if (r != CUDA_SUCCESS)
+    return r;
+  for (int i = 0; i < fake.host_count; i++)
+    if (fake.host_live[i] && fake.host[i] == p) {
+      if (!(fake.host_flags[i] & CU_MEMHOSTALLOC_DEVICEMAP))
+        return CUDA_ERROR_INVALID_VALUE;
+      *d = (CUdeviceptr)(uintptr_t)p; /* unified addressing: the same address */
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+static int event_index(CUevent e) {
+  uintptr_t v = (uintptr_t)e;
+  if (v < 0x7000 || v >= 0x7000 + (uintptr_t)fake.event_count)
+    return -1;
+  int i = (int)(v - 0x7000);
+  return fake.event_live[i] ? i : -1;
+}
+
+static CUresult f_event_create(CUevent *e, unsigned flags) {
+  record("cuEventCreate", flags, 0, 0, 0, NULL, 0);
+  CUresult r = injected("cuEventCreate");
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (fake.event_count >= FAKE_MAX_EVENTS)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  int i = fake.event_count++;
+  fake.event_live[i] = true;
+  fake.event_recorded[i] = false;
+  *e = (CUevent)(uintptr_t)(0x7000 + i);
+  return CUDA_SUCCESS;
+}
+
+static CUresult f_event_record(CUevent e, CUstream s) {
+  record("cuEventRecord", (uint64_t)(uintptr_t)e, (uint64_t)(uintptr_t)s, 0, 0, NULL, 0);
+  int i = event_index(e);
+  if (i < 0)
+    return CUDA_ERROR_INVALID_HANDLE;
+  fake.event_time[i] = fake.clock_ms;
+  fake.event_recorded[i] = true;
+  return injected("cuEventRecord");
+}
+
+static CUresult f_event_sync(CUevent e) {
+  record("cuEventSynchronize", (uint64_t)(uintptr_t)e, 0, 0, 0, NULL, 0);
+  return event_index(e) < 0 ? CUDA_ERROR_INVALID_HANDLE : injected("cuEventSynchronize");
+}
+
+static CUresult f_event_elapsed(float *ms, CUevent a, CUevent b) {
+  record("cuEventElapsedTime", (uint64_t)(uintptr_t)a, (uint64_t)(uintptr_t)b, 0, 0, NULL, 0);
+  int i = event_index(a), j = event_index(b);
+  if (i < 0 || j < 0)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!fake.event_recorded[i] || !fake.event_recorded[j])
+    return CUDA_ERROR_INVALID_VALUE;
+  *ms = (float)(fake.event_time[j] - fake.event_time[i]);
+  return injected("cuEventElapsedTime");
+}
+
+static CUresult f_event_destroy(CUevent e) {
+  record("cuEventDestroy", (uint64_t)(uintptr_t)e, 0, 0, 0, NULL, 0);
+  int i = event_index(e);
+  if (i < 0)
+    return CUDA_ERROR_INVALID_HANDLE;
+  fake.event_live[i] = false;
   return CUDA_SUCCESS;
 }
 
@@ -467,5 +602,14 @@ df_cuda_driver fake_driver(void) {
   d.cuStreamSynchronize = f_stream_sync;
   d.cuLaunchKernelEx = f_launch;
   d.cuTensorMapEncodeTiled = f_encode;
+  d.cuStreamQuery = f_stream_query;
+  d.cuMemHostAlloc = f_host_alloc;
+  d.cuMemFreeHost = f_host_free;
+  d.cuMemHostGetDevicePointer = f_host_dptr;
+  d.cuEventCreate = f_event_create;
+  d.cuEventRecord = f_event_record;
+  d.cuEventSynchronize = f_event_sync;
+  d.cuEventElapsedTime = f_event_elapsed;
+  d.cuEventDestroy = f_event_destroy;
   return d;
 }

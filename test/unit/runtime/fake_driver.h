@@ -11,7 +11,14 @@
 
 #include "df/cuda_driver.h"
 
-enum { FAKE_MAX_CALLS = 2048, FAKE_CALL_DATA = 256, FAKE_MAX_BLOCKS = 512, FAKE_MAX_MAPS = 8 };
+enum {
+  FAKE_MAX_CALLS = 2048,
+  FAKE_CALL_DATA = 256,
+  FAKE_MAX_BLOCKS = 512,
+  FAKE_MAX_MAPS = 8,
+  FAKE_MAX_EVENTS = 64,
+  FAKE_MAX_HOST = 16
+};
 
 typedef struct fake_call {
   char name[48];
@@ -49,6 +56,28 @@ typedef struct fake_state {
   CUresult fail_result;
   int fail_nth;          /* ... on its nth call (1-based; 0 = every call) */
   uint32_t launch_tma_count; /* tensor maps to capture at launch */
+  /* Streams: cuStreamQuery answers stream_query_result (default success);
+     CUDA_ERROR_NOT_READY is a kernel that never finishes. query_hook, when
+     set, runs first on every query (nth from 1) and may change the answer. */
+  CUresult stream_query_result;
+  void (*query_hook)(int nth);
+  int query_count;
+  /* Launches: the "kernel" calls launch_hook with the progress array
+     (parameter 20, NULL without a watchdog) and the grid size. */
+  void (*launch_hook)(uint32_t *progress, uint32_t ctas);
+  uint64_t last_progress_param;
+  /* Events: a clock advanced by launch_ms per launch; an event records
+     the clock. */
+  double clock_ms, launch_ms;
+  double event_time[FAKE_MAX_EVENTS];
+  bool event_recorded[FAKE_MAX_EVENTS];
+  bool event_live[FAKE_MAX_EVENTS];
+  int event_count;
+  /* Mapped host memory (cuMemHostAlloc). */
+  void *host[FAKE_MAX_HOST];
+  bool host_live[FAKE_MAX_HOST];
+  unsigned host_flags[FAKE_MAX_HOST];
+  int host_count;
   /* recordings */
   fake_call calls[FAKE_MAX_CALLS];
   int call_count;
@@ -85,5 +114,8 @@ void *fake_host(CUdeviceptr p);
 /* Index of the allocation holding `p` in allocation order, -1 if none. */
 int fake_block_index(CUdeviceptr p);
 int fake_live_blocks(void);
+/* Live mapped host allocations and events. */
+int fake_live_host(void);
+int fake_live_events(void);
 
 #endif

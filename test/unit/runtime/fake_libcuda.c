@@ -3,13 +3,30 @@
    forwards them to the fake driver. The unversioned cuMemAlloc/cuMemFree
    fail, so a run that works proves the loader prefers the _v2 symbols.
    FAKE_CUDA_SM_COUNT, FAKE_CUDA_NO_DEVICE, FAKE_CUDA_JIT_FAIL and
-   FAKE_CUDA_LAUNCH_FAIL adjust the fake. */
+   FAKE_CUDA_LAUNCH_FAIL adjust the fake; FAKE_CUDA_HANG makes every launch a
+   kernel that never finishes, with CTA 0 reporting (progress array) that it
+   waits at pc 1 on comm 1 for epoch 1 (the seed plan's first HBM receive)
+   and the other CTAs done. */
 #include <stdlib.h>
 
+#include "df/progress.h"
 #include "fake_driver.h"
 
 static df_cuda_driver table;
 static int ready;
+
+static void hung_kernel(uint32_t *progress, uint32_t ctas) {
+  fake.stream_query_result = CUDA_ERROR_NOT_READY;
+  if (!progress)
+    return;
+  for (uint32_t i = 0; i < ctas; i++) {
+    uint32_t *c = progress + DF_PROGRESS_HEADER_WORDS + DF_PROGRESS_CTA_WORDS * i;
+    c[DF_PROGRESS_W_PC] = i == 0 ? 1 : DF_PROGRESS_PC_NONE;
+    c[DF_PROGRESS_W_PHASE] = i == 0 ? DF_PHASE_HBM_RECV : DF_PHASE_DONE;
+    c[DF_PROGRESS_W_COMM] = i == 0 ? 1 : DF_PROGRESS_NONE;
+    c[DF_PROGRESS_W_WAIT] = i == 0 ? 1 : 0;
+  }
+}
 
 static const df_cuda_driver *t(void) {
   if (!ready) {
@@ -23,6 +40,8 @@ static const df_cuda_driver *t(void) {
       fake.module_load_result = CUDA_ERROR_INVALID_PTX;
       fake.jit_error_log = "ptxas fatal   : Unresolved extern function 'df_handler_0'";
     }
+    if (getenv("FAKE_CUDA_HANG"))
+      fake.launch_hook = hung_kernel;
     if (getenv("FAKE_CUDA_LAUNCH_FAIL")) {
       fake.fail_name = "cuLaunchKernelEx";
       fake.fail_result = CUDA_ERROR_LAUNCH_FAILED;
@@ -115,3 +134,18 @@ EXPORT CUresult cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType d, cu
                                        CUtensorMapL2promotion l, CUtensorMapFloatOOBfill o) {
   return t()->cuTensorMapEncodeTiled(m, d, r, a, g, s, b, e, i, w, l, o);
 }
+EXPORT CUresult cuStreamQuery(CUstream s) { return t()->cuStreamQuery(s); }
+EXPORT CUresult cuMemHostAlloc(void **p, size_t b, unsigned f) {
+  return t()->cuMemHostAlloc(p, b, f);
+}
+EXPORT CUresult cuMemFreeHost(void *p) { return t()->cuMemFreeHost(p); }
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned f) {
+  return t()->cuMemHostGetDevicePointer(d, p, f);
+}
+EXPORT CUresult cuEventCreate(CUevent *e, unsigned f) { return t()->cuEventCreate(e, f); }
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return t()->cuEventRecord(e, s); }
+EXPORT CUresult cuEventSynchronize(CUevent e) { return t()->cuEventSynchronize(e); }
+EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
+  return t()->cuEventElapsedTime(ms, a, b);
+}
+EXPORT CUresult cuEventDestroy_v2(CUevent e) { return t()->cuEventDestroy(e); }

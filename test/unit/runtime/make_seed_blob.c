@@ -1,6 +1,10 @@
 /* Writes the seed plan (make_plan(), with its program) as a plan blob for
-   df-run's end-to-end test: make_seed_blob OUT.dfplan [bare], where
-   `bare` leaves the program out. */
+   df-run's end-to-end test: make_seed_blob OUT.dfplan [bare|hung], where
+   `bare` leaves the program out and `hung` edits the plan before df_pack
+   so that its first HBM receive waits for an epoch nobody sends (1000
+   more than planned): a launch of it never finishes, which the watchdog
+   must report (scripts/gpu/run_seed.sh, test/lit/GPU). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +17,19 @@ int main(int argc, char **argv) {
     return 2;
   }
   df_plan *plan = seed_make_plan();
+  bool bare = argc > 2 && strcmp(argv[2], "bare") == 0;
+  if (argc > 2 && strcmp(argv[2], "hung") == 0) {
+    uint32_t i = 0;
+    while (i < plan->comm_count && plan->comms[i].kind != DF_COMM_HBM_RECV)
+      i++;
+    if (i == plan->comm_count) {
+      fprintf(stderr, "make_seed_blob: the seed plan has no HBM receive\n");
+      return 1;
+    }
+    plan->comms[i].flag_epoch += 1000;
+    fprintf(stderr, "make_seed_blob: HBM receive of slot %u -> %u now waits for epoch %u\n",
+            plan->comms[i].src_slot, plan->comms[i].dst_slot, plan->comms[i].flag_epoch);
+  }
   df_pack_options po;
   memset(&po, 0, sizeof po);
   df_packed *k;
@@ -22,7 +39,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", s.message);
     return 1;
   }
-  df_program *prog = argc > 2 && strcmp(argv[2], "bare") == 0 ? NULL : seed_attention_program();
+  df_program *prog = bare ? NULL : seed_attention_program();
   uint8_t *bytes;
   size_t len;
   s = df_blob_write(k, prog, NULL, &bytes, &len);

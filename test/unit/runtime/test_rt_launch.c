@@ -107,7 +107,8 @@ static void seed_launch_configuration_and_parameters(void **state) {
   assert_int_equal(info.grid[0], 4);
   assert_int_equal(info.cluster_size, 2);
   assert_int_equal(info.dynamic_shared_bytes, 368);
-  assert_int_equal(info.param_count, 20);
+  assert_int_equal(info.param_count, 21); /* + the progress array */
+  assert_int_equal(fake.last_progress_param, 0); /* no watchdog: NULL */
   assert_int_equal(info.flags_bytes, 28);
   assert_int_equal(info.staging_bytes, 336);
   assert_false(info.non_portable_cluster);

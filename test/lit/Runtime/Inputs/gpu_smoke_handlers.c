@@ -2,6 +2,12 @@
    f(task, range, word); with inputs: their word-wise sum; FINALIZE (no
    output): the sum into tensor 0 at task * words. */
 #include "df/device.h"
+#include "df/kernel_plan.h"
+
+/* What the generated module defines: every protocol path on, records
+   from the kernel parameters. */
+const uint32_t df_plan_features = DF_FEATURES_ALL;
+const df_plan_records df_embedded_plan = {0};
 
 static uint32_t f(uint32_t t, uint32_t b, uint32_t e, uint32_t w) {
   return t * 1000003u + b * 31u + e * 7u + w * 13u + 1u;

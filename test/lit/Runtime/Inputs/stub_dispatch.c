@@ -1,6 +1,12 @@
 /* A stand-in for the generated df_dispatch: handler 0 writes the task id
    and range into its output slot through the df_ctx accessors. */
 #include "df/device.h"
+#include "df/kernel_plan.h"
+
+/* What the generated module defines: every protocol path on, records
+   from the kernel parameters. */
+const uint32_t df_plan_features = DF_FEATURES_ALL;
+const df_plan_records df_embedded_plan = {0};
 
 void df_dispatch(uint32_t handler_id, const df_ctx *ctx) {
   if (handler_id != 0)

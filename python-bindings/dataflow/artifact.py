@@ -1,0 +1,286 @@
+"""``df.compile``: a program, its C handlers and concrete range lengths
+become a CompiledArtifact holding the persistent kernel as PTX (lib/Target
+through libdf_compiler.so, with the embedded device runtime), the packed
+plan and its blob, and a host build of the handlers for the host backend.
+``artifact.launch`` runs it through libdfrt on a CUDA GPU, or on the host
+backend when there is no CUDA driver; new range lengths re-plan."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import tempfile
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ._lib import DataflowValueError, check, compiler, lib
+from ._program import DataflowProgram
+from .packing import PackedInstructionPlan, pack_instruction_plan
+from .plan import InstructionPlan
+from .schedule import schedule, schedule_options
+from .tensors import bind_tensors
+from .toolchain import DataflowCompileError, device_bitcode, host_library
+
+__all__ = ["compile", "CompiledArtifact", "LaunchResult", "TARGETS"]
+
+TARGETS = ("sm_90a", "sm_90", "host")
+_PLAN_CACHE = 8  # re-planned (plan, packed) pairs kept per artifact
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    """What one launch did: the backend ("cuda" or "host"), the range
+    lengths it ran with, whether it re-planned, and for the host backend its
+    statistics (steps, op_count, makespan_cycles, op_log, cost)."""
+
+    backend: str
+    range_lengths: Mapping[str, tuple]
+    replanned: bool
+    device: str
+    host: Any = None
+
+
+def _lengths_key(range_lengths: Mapping) -> tuple:
+    if not isinstance(range_lengths, Mapping):
+        raise TypeError("range_lengths must be a mapping of range axis -> lengths")
+    key = []
+    for axis, value in range_lengths.items():
+        items = (value,) if isinstance(value, int) else tuple(value)
+        for v in items:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"range_lengths['{axis}'] must contain ints, got {v!r}")
+        key.append((str(axis), items))
+    return tuple(sorted(key))
+
+
+def _handler_files(program: DataflowProgram, handlers) -> tuple[list, list, list]:
+    """(C sources, bitcode files, host shared objects) from ``handlers`` or,
+    when None, from the operators' declared bodies."""
+    if handlers is None:
+        handlers = []
+        for op in program.operators():
+            if op.body is None:
+                continue
+            if op.body.kind not in ("source", "bitcode"):
+                raise DataflowCompileError(
+                    f"handler '{op.name}' is given as {op.body.kind}; df.compile links C "
+                    f"sources and bitcode (pass handlers=[...])", "unsupported")
+            handlers.append(op.body.value)
+    elif isinstance(handlers, (str, Path)):
+        handlers = [handlers]
+    sources, bitcode, shared = [], [], []
+    for h in handlers:
+        path = Path(h)
+        if not path.is_file():
+            raise DataflowCompileError(f"df.compile: handler file '{path}' does not exist", "io")
+        bucket = {".c": sources, ".bc": bitcode, ".ll": bitcode, ".so": shared}.get(path.suffix)
+        if bucket is None:
+            raise DataflowCompileError(f"df.compile: '{path}' is not a C source (.c), bitcode "
+                                       f"(.bc/.ll) or a host shared object (.so)", "invalid")
+        if path.resolve() not in bucket:
+            bucket.append(path.resolve())
+    return sources, bitcode, shared
+
+
+def emit_ptx(packed: PackedInstructionPlan, sm: str, bitcode: list) -> str:
+    """PTX of the persistent kernel for ``packed`` with handler bitcode
+    (df_emit_ptx with the device runtime embedded in libdf_compiler.so)."""
+    if not hasattr(compiler.load(), "df_shared_emit_ptx"):
+        raise OSError(f"df: {compiler.path} predates df_shared_emit_ptx; rebuild it")
+    if not compiler.df_shared_has_device_runtime():
+        raise DataflowCompileError("libdf_compiler.so was built without the device runtime",
+                                   "unsupported")
+    files = (ctypes.c_char_p * max(1, len(bitcode)))(*[str(b).encode() for b in bitcode])
+    text, size = ctypes.c_void_p(), ctypes.c_size_t()
+    check(compiler.df_shared_emit_ptx(packed.c_pointer, sm.encode(), files, len(bitcode),
+                                      ctypes.byref(text), ctypes.byref(size)), "df.compile")
+    try:
+        return ctypes.string_at(text, size.value).decode()
+    finally:
+        lib.df_shared_free(text)
+
+
+def compile(program: DataflowProgram, target: str = "sm_90a", *, handlers=None,
+            range_lengths: Mapping, topology, block_size: int, work_dir=None, ptx=None,
+            **schedule_kwargs) -> "CompiledArtifact":
+    """Schedule and pack ``program`` for ``range_lengths`` (``schedule``'s
+    keyword arguments) and compile it for ``target`` ("sm_90a", "sm_90", or
+    "host" for the host backend only). ``handlers``: C sources (compiled
+    with clang-22 for nvptx64 and with the host C compiler), nvptx64 bitcode
+    (.bc/.ll) and host shared objects (.so); default: the sources the
+    operators were declared with (``source=``). ``ptx`` (text, or a .ptx
+    path) uses a kernel built elsewhere for this plan (``df-translate
+    --df-to-ptx``) instead of compiling the handlers for the GPU. Build
+    products go to ``work_dir`` (default: a temporary folder removed with the
+    artifact)."""
+    if not isinstance(program, DataflowProgram):
+        raise TypeError(f"df.compile expects a DataflowProgram, got {type(program).__name__}")
+    if target not in TARGETS:
+        raise DataflowValueError(f"df.compile: target must be one of {TARGETS}, got {target!r}")
+    sources, bitcode, shared = _handler_files(program, handlers)
+    kwargs = dict(schedule_kwargs, topology=topology, block_size=block_size)
+    plan = schedule(program, range_lengths=dict(range_lengths), **kwargs)
+    packed = pack_instruction_plan(plan)
+    if ptx is not None and target == "host":
+        raise DataflowValueError("df.compile: ptx= needs a GPU target, not 'host'")
+    if ptx is not None and Path(str(ptx)).suffix == ".ptx" and "\n" not in str(ptx):
+        ptx = Path(ptx).read_text()
+    return CompiledArtifact(program, target, plan, packed, sources, bitcode, shared, kwargs,
+                            dict(range_lengths), work_dir, ptx)
+
+
+class CompiledArtifact:
+    """A compiled program: ``ptx`` (None for target "host"), ``plan`` /
+    ``packed`` / ``blob`` for the current range lengths, ``bitcode`` (the
+    handler bitcode linked into the PTX) and ``host_library`` (built on
+    first use). ``launch`` runs it."""
+
+    def __init__(self, program, target, plan, packed, sources, bitcode, shared, kwargs,
+                 range_lengths, work_dir, ptx=None):
+        self.program = program
+        self.target = target
+        self.sources = tuple(sources)
+        self.schedule_options = dict(kwargs)
+        self.block_size = kwargs["block_size"]
+        if work_dir is None:
+            work_dir = Path(tempfile.mkdtemp(prefix="df-compile-"))
+            self._cleanup = weakref.finalize(self, shutil.rmtree, str(work_dir), True)
+        self.work_dir = Path(work_dir)
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self._base_key = _lengths_key(range_lengths)
+        self._key = self._base_key
+        self._lengths = {self._base_key: dict(range_lengths)}
+        self._plans = {self._base_key: (plan, packed)}
+        self._base_blob = packed.to_blob()
+        self._host_library = Path(shared[0]) if shared else None
+        self._sessions: dict = {}
+        self.ptx = ptx
+        self.bitcode = tuple(bitcode)
+        self._device_bitcode_built = ptx is None  # sources compiled for the GPU yet
+        if target != "host" and ptx is None:
+            built = [device_bitcode(src, target, self.work_dir) for src in sources]
+            self.bitcode = tuple(built) + self.bitcode
+            self.ptx = emit_ptx(packed, target, list(self.bitcode))
+
+    # -- plans ----------------------------------------------------------------------------
+
+    @property
+    def range_lengths(self) -> dict:
+        return dict(self._lengths[self._key])
+
+    @property
+    def plan(self) -> InstructionPlan:
+        return self._current()[0]
+
+    @property
+    def packed(self) -> PackedInstructionPlan:
+        return self._current()[1]
+
+    @property
+    def blob(self) -> bytes:
+        """The plan blob (with the program) of the current range lengths."""
+        return self._blob(self._key)
+
+    def _blob(self, key) -> bytes:
+        return self._base_blob if key == self._base_key else self._plan_pair(key)[1].to_blob()
+
+    def _current(self) -> tuple:
+        return self._plan_pair(self._key)
+
+    def _plan_pair(self, key) -> tuple:
+        """(plan, packed) for the range lengths of ``key``, scheduled on
+        first use; a few are kept."""
+        if key not in self._plans:
+            if len(self._plans) >= _PLAN_CACHE:
+                oldest = next(k for k in self._plans if k != self._base_key)
+                del self._plans[oldest]
+            plan = schedule(self.program, range_lengths=self._lengths[key],
+                            **self.schedule_options)
+            self._plans[key] = (plan, pack_instruction_plan(plan))
+        return self._plans[key]
+
+    def replan(self, range_lengths: Mapping) -> bool:
+        """Make ``range_lengths`` current; True when they differ from before.
+        Plans are computed on first use (by a launch or ``plan``)."""
+        key = _lengths_key(range_lengths)
+        changed = key != self._key
+        self._lengths.setdefault(key, dict(range_lengths))
+        self._key = key
+        return changed
+
+    # -- files ------------------------------------------------------------------------------
+
+    @property
+    def host_library(self) -> Path:
+        """The handlers as a host shared object (compiled on first use)."""
+        if self._host_library is None:
+            if not self.sources:
+                raise DataflowCompileError("the host backend needs the handlers as C sources "
+                                           "or a host shared object (.so)", "unsupported")
+            self._host_library = host_library(list(self.sources), self.work_dir)
+        return self._host_library
+
+    def write(self, folder) -> dict:
+        """Write ``kernel.ptx`` (when compiled) and ``plan.dfplan`` (the
+        current plan's blob) for df-run; returns their paths."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        out = {"plan": folder / "plan.dfplan"}
+        out["plan"].write_bytes(self.blob)
+        if self.ptx is not None:
+            out["ptx"] = folder / "kernel.ptx"
+            out["ptx"].write_text(self.ptx)
+        return out
+
+    # -- launching --------------------------------------------------------------------------
+
+    def launch(self, *tensors, range_lengths: Mapping | None = None, backend: str = "auto",
+               device: int = 0, threads: int = 1, synchronize: bool = True,
+               op_log: bool = False, cost: bool = False, **named) -> LaunchResult:
+        """Run the kernel once over ``tensors`` (positional in the program's
+        tensor-argument order, or by name). ``range_lengths`` different from
+        the current ones re-plan first. ``backend``: "cuda", "host" or
+        "auto" (CUDA unless libdfrt finds no CUDA driver or GPU, or the
+        artifact has no PTX). Host options: ``threads`` per virtual CTA,
+        ``op_log`` and ``cost`` texts in the result."""
+        from . import launcher
+
+        refs = bind_tensors(self.program.tensor_args, tensors, named)
+        replanned = self.replan(range_lengths) if range_lengths is not None else False
+        return launcher.launch(self, refs, backend=backend, device=device, threads=threads,
+                               synchronize=synchronize, op_log=op_log, cost=cost,
+                               replanned=replanned)
+
+    def kernel_for_current_plan(self) -> str:
+        """PTX compiled for the current plan's handler table: a re-plan
+        can need a handler variant the compiled plan lacks (a reduce of a
+        single partial, say), which the compiled kernel cannot dispatch."""
+        if self.target == "host":
+            raise DataflowCompileError("the artifact was compiled for the host only",
+                                       "unsupported")
+        if not self._device_bitcode_built:
+            built = [device_bitcode(src, self.target, self.work_dir) for src in self.sources]
+            self.bitcode = tuple(built) + self.bitcode
+            self._device_bitcode_built = True
+        if not self.bitcode:
+            raise DataflowCompileError(
+                f"range lengths {self.range_lengths} need handler variants the given PTX "
+                f"lacks, and there are no handler sources or bitcode to compile them from",
+                "unsupported")
+        return emit_ptx(self.packed, self.target, list(self.bitcode))
+
+    def _schedule_options(self):
+        return schedule_options(range_lengths=self._lengths[self._key], **self.schedule_options)
+
+    def close(self) -> None:
+        """Release the GPU sessions (module, plans, executables)."""
+        for sessions in self._sessions.values():
+            for session in sessions:
+                session.close()
+        self._sessions.clear()
+
+    def __repr__(self):
+        return (f"<CompiledArtifact {self.program.name} target={self.target} "
+                f"range_lengths={self.range_lengths}>")

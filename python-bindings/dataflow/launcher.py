@@ -1,0 +1,96 @@
+"""Backend choice and dispatch of ``CompiledArtifact.launch``."""
+
+from __future__ import annotations
+
+from ._cuda_backend import CudaSession, NoCudaDriver, runtime_context
+from ._host_backend import host_run
+from ._lib import DataflowError, DataflowValueError
+
+__all__ = ["launch", "cuda_available"]
+
+BACKENDS = ("auto", "cuda", "host")
+
+
+def _no_gpu(err: Exception) -> bool:
+    return isinstance(err, NoCudaDriver) or "CUDA_ERROR_NO_DEVICE" in str(err)
+
+
+def cuda_available() -> bool:
+    """Whether libdfrt is present and found a CUDA driver with a GPU."""
+    try:
+        runtime_context()
+    except DataflowError:
+        return False
+    return True
+
+
+def _choose(artifact, refs, backend: str) -> str:
+    if backend not in BACKENDS:
+        raise DataflowValueError(f"launch: backend must be one of {BACKENDS}, got {backend!r}")
+    on_gpu = any(t.device == "cuda" for t in refs)
+    if backend == "host" or (backend == "auto" and artifact.ptx is None and not on_gpu):
+        return "host"
+    if artifact.ptx is None:
+        raise DataflowValueError("launch: the artifact was compiled for target 'host' and has "
+                                 "no PTX; compile for sm_90a to launch on a GPU")
+    if backend == "cuda" or on_gpu:
+        return "cuda"
+    try:
+        runtime_context()
+    except DataflowError as err:
+        if _no_gpu(err):
+            return "host"
+        raise
+    return "cuda"
+
+
+def _variants(packed) -> frozenset:
+    return frozenset(v for v in packed.handler_variant_keys if v is not None)
+
+
+def _new_session(artifact, ptx: str, key, device: int) -> CudaSession:
+    """A session whose module and base plan are those of lengths ``key``."""
+    session = CudaSession(ptx, artifact._blob(key), block_size=artifact.block_size,
+                          device=device)
+    session.lengths_key = key
+    session.variants = _variants(artifact._plan_pair(key)[1])
+    return session
+
+
+def _session(artifact, device: int) -> CudaSession:
+    """A session whose module holds every handler variant of the current
+    plan: the compiled one, or one compiled for a variant it lacks (a
+    reduce of one partial, say) when the handlers can be recompiled."""
+    sessions = artifact._sessions.setdefault(device, [])
+    if not sessions:
+        sessions.append(_new_session(artifact, artifact.ptx, artifact._base_key, device))
+    need = _variants(artifact.packed)
+    for session in sessions:
+        if need <= session.variants:
+            return session
+    session = _new_session(artifact, artifact.kernel_for_current_plan(), artifact._key, device)
+    sessions.append(session)
+    return session
+
+
+def _cuda(artifact, refs, device: int, synchronize: bool) -> str:
+    session = _session(artifact, device)
+    if session.lengths_key != artifact._key:
+        options, keep = artifact._schedule_options()
+        session.set_plan(options)
+        del keep
+        session.lengths_key = artifact._key
+    session.launch(refs, synchronize=synchronize)
+    return session.device_name
+
+
+def launch(artifact, refs, *, backend, device, threads, synchronize, op_log, cost, replanned):
+    from .artifact import LaunchResult
+
+    chosen = _choose(artifact, refs, backend)
+    if chosen == "cuda":
+        name = _cuda(artifact, refs, device, synchronize)
+        return LaunchResult("cuda", artifact.range_lengths, replanned, name)
+    stats = host_run(artifact.packed, artifact.host_library, refs,
+                     block_size=artifact.block_size, threads=threads, op_log=op_log, cost=cost)
+    return LaunchResult("host", artifact.range_lengths, replanned, "host", stats)
