@@ -115,6 +115,6 @@ echo "$moeargs" >"$dir/moe_cluster.args"
 echo "--block-size 128 --tensor Q=random:float16:2x16 --tensor K=random:float16:2x4096x16" \
   "--tensor V=random:float16:2x4096x16 --tensor O=zeros:float32:2x16 --timeout-ms 3000 --iters 1" \
   >"$dir/seed_hung.args"
-echo "4 watchdog dump: .*CTA [0-9]+: pc [0-9]+ of [0-9]+ .*hbm_recv: waits on comm [0-9]+ \(hbm_recv .*epoch 100[0-9]\)" \
+echo "4 CTA [0-9]+: pc [0-9]+ of [0-9]+ .*hbm_recv: waits on comm [0-9]+ \(hbm_recv .*epoch 100[0-9]\)" \
   >"$dir/seed_hung.expect"
 ls -l "$dir"

@@ -9,8 +9,9 @@
 #   O=@DIR@/o_ref.bin:0.02"; @DIR@, @OUT@ and @WORK@ stand for DIR, $OUT
 #   and a scratch folder that does not come back) and NAME.expect ("RC
 #   REGEX": the run must exit with RC and print a line matching REGEX, for
-#   runs that must fail, e.g. the watchdog's). Each df-run is killed after
-#   $DF_GPU_RUN_TIMEOUT seconds (default 300).
+#   runs that must fail, e.g. the watchdog's); scripts/gpu/run_case.sh runs
+#   each (20 timed launches after 3 warm-ups, killed after
+#   $DF_GPU_RUN_TIMEOUT seconds, default 300).
 #   scripts/gpu/make_seed_carry.sh DIR fills DIR with the seed attention
 #   kernel, plan, inputs and reference on the CPU machine.
 #   With DIR/probe.ptx, or nvcc on the PATH (which compiles
@@ -79,21 +80,10 @@ for plan in "$dir"/*.dfplan; do
     note "SKIP $name: no $name.ptx or $name.cubin"
     continue
   fi
-  args=()
-  [ -e "$dir/$name.args" ] &&
-    read -r -a args < <(sed -e "s|@DIR@|$dir|g" -e "s|@OUT@|$out|g" -e "s|@WORK@|$work|g" \
-                          "$dir/$name.args")
-  timeout -k 10 "${DF_GPU_RUN_TIMEOUT:-300}" "$df_run" --kernel "$kernel" --plan "$plan" \
-    --iters 20 --warmup 3 "${args[@]}" >"$out/$name.log" 2>&1
+  bash "$root/scripts/gpu/run_case.sh" "$df_run" "$dir" "$name" "$out" "$work" >"$out/$name.log" 2>&1
   rc=$?
-  if [ -e "$dir/$name.expect" ]; then
-    read -r want regex <"$dir/$name.expect"
-    if [ "$rc" = "$want" ] && grep -qE -- "$regex" "$out/$name.log"; then
-      note "ok   $name: exit $rc as expected: $(grep -E -- "$regex" "$out/$name.log" | head -1)"
-    else
-      note "FAIL $name (rc $rc, want $want /$regex/): $(tail -1 "$out/$name.log")"
-      failed=$((failed + 1))
-    fi
+  if [ "$rc" = 0 ] && [ -e "$dir/$name.expect" ]; then
+    note "ok   $name: failed as expected: $(grep -E 'CTA [0-9]+: pc' "$out/$name.log" | tail -1)"
   elif [ "$rc" = 0 ]; then
     note "ok   $name: $(grep -E 'launches \(.*CUDA events' "$out/$name.log" | tail -1)"
   else

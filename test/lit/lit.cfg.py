@@ -1,5 +1,6 @@
 import os
 import shutil
+import subprocess
 
 import lit.formats
 
@@ -30,3 +31,29 @@ if config.ptxas and os.path.exists(config.ptxas):
 
 # Build-tree helpers (input/reference generators of the runtime tests).
 config.substitutions.append(("%df_obj", config.df_obj_root))
+
+# GPU tests (test/lit/GPU, REQUIRES: cuda-gpu) run where a CUDA GPU answers
+# `nvidia-smi -L`, or when DF_CUDA_GPU=1 says so (DF_CUDA_GPU=0 turns them
+# off). They need the driver's libcuda.so.1, found through the environment.
+config.substitutions.append(("%df_bin", config.df_tools_dir))
+for var in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "DF_GPU_RUN_TIMEOUT"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+
+def _cuda_gpu():
+    forced = os.environ.get("DF_CUDA_GPU")
+    if forced is not None:
+        return forced == "1"
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        r = subprocess.run([smi, "-L"], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return r.returncode == 0 and b"GPU" in r.stdout
+
+
+if _cuda_gpu():
+    config.available_features.add("cuda-gpu")

@@ -297,6 +297,84 @@ static void layout_errors(void **state) {
   df_plan_destroy(p);
 }
 
+
+/* The CTAs a slot's shared bytes live in (the per-CTA layout's rule). */
+static void touch(const df_plan *p, uint8_t *ctas, uint32_t slot, uint32_t sm) {
+  if (slot < p->slot_count && sm < p->topology.sm_count)
+    ctas[(size_t)slot * p->topology.sm_count + sm] = 1;
+}
+
+static void check_per_cta(const df_plan *p) {
+  df_layout_options flat, per;
+  memset(&flat, 0, sizeof flat);
+  memset(&per, 0, sizeof per);
+  per.per_cta_shared = true;
+  df_slot_layout a = lay(p, &flat, true), b = lay(p, &per, true);
+  uint32_t n = p->slot_count, sms = p->topology.sm_count;
+  /* Only shared offsets change, and the arena shrinks (or stays). */
+  for (uint32_t i = 0; i < n; i++) {
+    df_abi_slot x = a.slots[i], y = b.slots[i];
+    x.shared_offset = y.shared_offset = 0;
+    assert_memory_equal(&x, &y, sizeof x);
+  }
+  assert_true(b.shared_slot_bytes <= a.shared_slot_bytes);
+  assert_int_equal(b.global_staging_bytes, a.global_staging_bytes);
+  uint8_t *ctas = calloc((size_t)n * sms, 1);
+  for (uint32_t i = 0; i < n; i++) {
+    if (p->slots[i].producer < p->instr_count)
+      touch(p, ctas, i, p->instrs[p->slots[i].producer].sm);
+    if (p->slots[i].owner != DF_SENTINEL)
+      touch(p, ctas, i, p->slots[i].owner);
+  }
+  for (uint32_t i = 0; i < p->comm_count; i++) {
+    touch(p, ctas, p->comms[i].dst_slot, p->comms[i].consumer_sm);
+    touch(p, ctas, p->comms[i].src_slot, p->comms[i].producer_sm);
+  }
+  for (uint32_t i = 0; i < p->instr_count; i++)
+    for (uint32_t j = 0; j < p->instrs[i].input_count; j++)
+      touch(p, ctas, p->inputs[p->instrs[i].input_offset + j], p->instrs[i].sm);
+  /* No two slots of one CTA overlap unless they share storage. */
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t j = i + 1; j < n; j++) {
+      const df_abi_slot *x = &b.slots[i], *y = &b.slots[j];
+      if (x->shared_offset == y->shared_offset && a.slots[i].shared_offset == a.slots[j].shared_offset)
+        continue; /* the same storage in the reference layout too */
+      bool overlap = x->shared_offset < y->shared_offset + y->bytes &&
+                     y->shared_offset < x->shared_offset + x->bytes;
+      for (uint32_t sm = 0; overlap && sm < sms; sm++)
+        if (ctas[(size_t)i * sms + sm] && ctas[(size_t)j * sms + sm])
+          fail_msg("slots %u and %u overlap in CTA %u", i, j, sm);
+    }
+  free(ctas);
+  df_slot_layout_free(&a, NULL);
+  df_slot_layout_free(&b, NULL);
+}
+
+static void per_cta_shared_layout(void **state) {
+  (void)state;
+  df_plan *p = seed_make_plan();
+  check_per_cta(p);
+  df_plan_destroy(p);
+  /* A bigger plan: 8 tasks on 16 SMs, cluster and HBM transfers. */
+  const uint32_t kv[8] = {1024, 384, 2048, 128, 640, 1536, 256, 896};
+  const df_policy pol[2] = {DF_POLICY_ROUND_ROBIN, DF_POLICY_CLUSTER_LOCAL};
+  const df_reduce_strategy st[2] = {DF_REDUCE_ALL_AT_ONCE, DF_REDUCE_STREAMING};
+  for (int i = 0; i < 2; i++) {
+    p = seed_schedule_attention(16, 2, kv, 8, 128, pol[i], st[i], true);
+    df_layout_options flat, per;
+    memset(&flat, 0, sizeof flat);
+    memset(&per, 0, sizeof per);
+    per.per_cta_shared = true;
+    df_slot_layout a = lay(p, &flat, true), b = lay(p, &per, true);
+    if (i == 0) /* all-at-once: the arena is the fullest CTA's, far below the whole plan's */
+      assert_true(2 * b.shared_slot_bytes < a.shared_slot_bytes);
+    df_slot_layout_free(&a, NULL);
+    df_slot_layout_free(&b, NULL);
+    check_per_cta(p);
+    df_plan_destroy(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(seed_plan_layout),
@@ -308,6 +386,7 @@ int main(void) {
       cmocka_unit_test(direct_global_sets),
       cmocka_unit_test(direct_global_errors),
       cmocka_unit_test(layout_errors),
+      cmocka_unit_test(per_cta_shared_layout),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,8 +22,11 @@ static const void *section(const df_rt_executable *e, int s) {
   return e->plan_host + e->sections[s];
 }
 
-/* "(hbm_recv slot 1 -> 3, flag 3 >= epoch 7)" or the cluster form. */
-static void describe_comm(const df_rt_executable *e, uint32_t index, char *buf, size_t cap) {
+/* "(hbm_recv slot 1 -> 3, flag 3 >= epoch 7)" or the cluster form; the
+   epoch is the one the CTA reported waiting for (`epoch`), else the
+   record's. */
+static void describe_comm(const df_rt_executable *e, uint32_t index, const uint32_t *epoch,
+                          char *buf, size_t cap) {
   if (index >= e->launch.comm_count) {
     snprintf(buf, cap, "(no such comm: the plan has %u)", e->launch.comm_count);
     return;
@@ -39,7 +42,7 @@ static void describe_comm(const df_rt_executable *e, uint32_t index, char *buf, 
       c.kind == DF_COMM_HBM_RECV_ISSUE || c.kind == DF_COMM_HBM_RECV_WAIT) {
     uint32_t flag = c.flag_index != DF_SENTINEL ? c.flag_index : dst.flag_index;
     snprintf(buf, cap, "(%s slot %u -> %u, flag %u >= epoch %u)", kind, c.src_slot_id,
-             c.dst_slot_id, flag, c.flag_epoch);
+             c.dst_slot_id, flag, epoch ? *epoch : c.flag_epoch);
   } else {
     uint32_t bar = c.barrier_index != DF_SENTINEL ? c.barrier_index : dst.barrier_index;
     snprintf(buf, cap, "(%s slot %u -> %u, peer rank %u, barrier %u phase %u)", kind,
@@ -95,7 +98,8 @@ void df_rt_executable_describe_progress(const df_rt_executable *e, const df_rt_c
               p->phase == DF_PHASE_HBM_SEND)) {
     char comm[160] = "";
     if (e->plan_host)
-      describe_comm(e, p->comm, comm, sizeof comm);
+      describe_comm(e, p->comm, p->phase == DF_PHASE_HBM_RECV ? &p->wait : NULL, comm,
+                    sizeof comm);
     const char *what = p->phase == DF_PHASE_HBM_SEND ? "sends" : "waits on";
     if (p->phase == DF_PHASE_HBM_RECV)
       snprintf(buf + used, cap - used, ": %s comm %u %s", what, p->comm, comm);

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The GPU examples on the host backend (no GPU): examples/attention_gqa
+# (split-KV GQA decode attention) and the reshared MoE of examples/seed,
+# compiled by df-opt/df-translate, run by df-run --backend=host with their
+# C handlers built for the host, checked against the float64 references
+# that regenerate df-run's random inputs (gqa_reference, moe_reference).
+# Covers the per-CTA shared layout (df-layout-slots per-cta-shared=true) and
+# df-run --replan --per-cta-shared. The same plans at full size run on the
+# H200 (scripts/gpu/make_gqa_carry.sh, test/lit/GPU).
+# usage: examples_host_test.sh BIN GQA_SO MOE_SO SRC WORK
+set -u
+bin=$1 gqa_so=$2 moe_so=$3 src=$4 work=$5
+rm -rf "$work" && mkdir -p "$work"
+failures=0
+
+# run EXPECTED_RC PATTERN ARGS...
+run() {
+  local want=$1 pattern=$2
+  shift 2
+  local out rc
+  out=$("$bin/df-run" "$@" 2>&1)
+  rc=$?
+  if [ "$rc" != "$want" ] || ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL: df-run $* -> rc $rc (want $want), output:"
+    echo "$out" | sed 's/^/    /'
+    echo "    (expected /$pattern/)"
+    failures=$((failures + 1))
+  else
+    echo "ok: $(grep -E -- "$pattern" <<<"$out" | head -1)"
+  fi
+}
+rep() { local n=$1 x=$2 s=$2; for ((i = 1; i < n; i++)); do s+=",$x"; done; echo "$s"; }
+
+# GQA: 2 sequences x 8 KV heads on 4 SMs / cluster 2, kv 384 and 256, KV
+# capacity 512 (the handlers are built with GQA_LMAX=512).
+gqa_plan() { # NAME LAYOUT
+  "$bin/df-opt" "$src/examples/attention_gqa/attention_gqa.mlir" \
+    --df-schedule="sm-count=4 cluster-size=2 block-size=128 range-lengths=kv:$(rep 8 384),$(rep 8 256) task-extents=2,8" \
+    ${2:+--df-layout-slots="$2"} -o "$work/$1.mlir" &&
+    "$bin/df-translate" --df-to-plan "$work/$1.mlir" -o "$work/$1.dfplan"
+}
+gqa_plan gqa_cta "per-cta-shared=true" || exit 1
+gqa_plan gqa_ref_layout "" || exit 1
+"$bin/gqa_reference" "$work/gqa_ref.npy" 512 11 12 13 384 256 || exit 1
+"$bin/gqa_reference" "$work/gqa_ref2.npy" 512 11 12 13 300 200 || exit 1
+gqa=(--backend=host --handlers "$gqa_so" --block-size 128 --tensor Q=random:float16:2x32x128:11
+     --tensor K=random:float16:2x512x8x128:12 --tensor V=random:float16:2x512x8x128:13
+     --tensor O=zeros:float32:2x32x128)
+run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_cta.dfplan" \
+  --check "O=$work/gqa_ref.npy:0.02:0.002" --save "O=$work/o_cta.npy"
+run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_ref_layout.dfplan" \
+  --check "O=$work/gqa_ref.npy:0.02:0.002" --save "O=$work/o_ref_layout.npy"
+cmp -s "$work/o_cta.npy" "$work/o_ref_layout.npy" ||
+  { echo "FAIL: per-CTA and reference layouts give different outputs"; failures=$((failures + 1)); }
+run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_cta.dfplan" \
+  --replan "kv=$(rep 8 300),$(rep 8 200)" --task-extents 2,8 --per-cta-shared \
+  --check "O=$work/gqa_ref2.npy:0.02:0.002"
+# The per-CTA layout needs less shared memory than the reference's.
+cta=$("$bin/df-translate" --df-plan-dump "$work/gqa_cta.dfplan" | sed -n 's/^  shared_memory_bytes=//p')
+whole=$("$bin/df-translate" --df-plan-dump "$work/gqa_ref_layout.dfplan" | sed -n 's/^  shared_memory_bytes=//p')
+[ -n "$cta" ] && [ -n "$whole" ] && [ "$cta" -lt "$whole" ] ||
+  { echo "FAIL: per-CTA shared $cta not below the reference layout's $whole"; failures=$((failures + 1)); }
+
+# MoE: 2 experts x 16 tokens on 4 SMs / cluster 2, over HBM and over DSMEM.
+for mode in "hbm force-hbm-comms=true" "cluster force-hbm-comms=false"; do
+  "$bin/df-opt" "$src/examples/seed/moe_reshared.mlir" \
+    --df-schedule="sm-count=4 cluster-size=2 block-size=8 range-lengths=expert_tile:$(rep 32 16);hidden_tile:$(rep 32 16) task-extents=2,16 ${mode#* }" \
+    -o "$work/moe.mlir" && "$bin/df-translate" --df-to-plan "$work/moe.mlir" -o "$work/moe_${mode%% *}.dfplan" || exit 1
+done
+"$bin/moe_reference" "$work/moe_ref.npy" 2 16 64 21 22 23 || exit 1
+for m in hbm cluster; do
+  run 0 "check Output: ok \(512 elements" --backend=host --handlers "$moe_so" --plan "$work/moe_$m.dfplan" \
+    --block-size 8 --tensor Input=random:float16:16x64:21 --tensor W1=random:float16:2x16x64:22 \
+    --tensor W2=random:float16:2x16x16:23 --tensor Output=zeros:float32:2x16x16 \
+    --check "Output=$work/moe_ref.npy:0.01:0.01"
+done
+
+if [ "$failures" != 0 ]; then
+  echo "$failures example case(s) failed"
+  exit 1
+fi
+echo "examples on the host backend: all cases passed"
