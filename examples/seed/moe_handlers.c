@@ -5,10 +5,10 @@
    Types: UpShard / HiddenShard f16[2][4] = 8 values, UpFull = the 16
    values of both shards (map2 receives the two UpShards in tile order).
    Tensors (row-major): Input f16[TOKENS][KIN], W1 f16[EXPERTS][16][KIN],
-   W2 f16[EXPERTS][16][16], Output f32[EXPERTS][TOKENS][16]. KIN is
-   MOE_KIN and MOE_TOKENS are compile-time (defaults 64 and 16; TOKENS
-   must be the task domain's second extent: handlers see coordinates, not
-   extents).
+   W2 f16[EXPERTS][16][16], Output f32[EXPERTS][TOKENS][16]. KIN and
+   TOKENS are the compile-time MOE_KIN and MOE_TOKENS (defaults 64 and 16;
+   TOKENS must be the task domain's second extent: handlers see
+   coordinates, not extents).
    Each map range is split into two equal shards (cluster_size 2, one tile
    per rank); shard r = range_begin / (range_end - range_begin) computes
    columns 8r..8r+7:

@@ -6,8 +6,8 @@ and launching; every computation happens in df's C libraries."""
 
 from __future__ import annotations
 
-from ._lib import (DataflowError, DataflowFormatError, DataflowTypeError,  # noqa: F401
-                   DataflowValueError)
+from ._lib import (DataflowError, DataflowFormatError, DataflowTimeoutError,  # noqa: F401
+                   DataflowTypeError, DataflowValueError)
 from ._program import DataflowProgram, DataflowProgramError  # noqa: F401
 from .artifact import CompiledArtifact, LaunchResult, compile  # noqa: F401,A004
 from .abi_schema import (  # noqa: F401

@@ -23,6 +23,7 @@ __all__ = [
     "DataflowError",
     "DataflowValueError",
     "DataflowFormatError",
+    "DataflowTimeoutError",
     "lib",
     "compiler",
     "runtime",
@@ -56,7 +57,12 @@ class DataflowInternalError(DataflowError, RuntimeError):
     """An invariant of df itself failed (DF_EINTERNAL)."""
 
 
-_CODES = {1: "invalid", 2: "unsupported", 3: "nomem", 4: "io", 5: "format", 6: "internal"}
+class DataflowTimeoutError(DataflowError, TimeoutError):
+    """A launch did not finish within the watchdog's time (DF_ETIMEOUT)."""
+
+
+_CODES = {1: "invalid", 2: "unsupported", 3: "nomem", 4: "io", 5: "format", 6: "internal",
+          7: "timeout"}
 # Messages of df's readers that reject the kind of a value, not its content.
 _TYPE_FRAGMENTS = ("must be an int, got", "must be a string, got", "must be a list, got",
                    "must be a JSON object, got", "must be an int or None, got")
@@ -75,6 +81,8 @@ def error_for(status: C.df_status, prefix: str | None = None) -> Exception:
         return DataflowFormatError(message, code)
     if status.code == 6:
         return DataflowInternalError(message, code)
+    if status.code == 7:
+        return DataflowTimeoutError(message, code)
     if any(fragment in message for fragment in _TYPE_FRAGMENTS):
         return DataflowTypeError(message, code)
     return DataflowValueError(message, code)

@@ -369,3 +369,25 @@ def test_handler_table_walks_the_plan_list_order():
     # id order again: the scheduler's numbering comes back
     assert df.pack_instruction_plan(plan).handler_variant_keys[1].reduce_arity.arity_class == \
         df.REDUCE_ARITY_GENERIC
+
+
+def test_status_codes_map_to_exceptions():
+    from dataflow import _ctypes as C
+    from dataflow._lib import error_for
+
+    status = C.df_status()
+    status.message = b"launch of 'k' ran past 3000 ms"
+    for code, kind in ((5, df.DataflowFormatError), (7, df.DataflowTimeoutError),
+                       (4, OSError), (3, MemoryError), (1, df.DataflowValueError)):
+        status.code = code
+        err = error_for(status)
+        assert isinstance(err, kind)
+        assert "ran past 3000 ms" in str(err)
+    assert isinstance(error_for(_timeout(C)), TimeoutError)
+
+
+def _timeout(C):
+    status = C.df_status()
+    status.code = 7
+    status.message = b"watchdog"
+    return status

@@ -265,7 +265,7 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
     } else if (strcmp(a, "--timeout-ms") == 0) {
       DF_TRY(parse_u32(a, v, 1, &o->timeout_ms));
       only.cuda = only.cuda ? only.cuda : "--timeout-ms";
-    } else if (strcmp(a, "--iters") == 0) {
+    } else if (strcmp(a, "--iters") == 0 || strcmp(a, "--repeat") == 0) {
       DF_TRY(parse_u32(a, v, 1, &o->iters));
     } else if (strcmp(a, "--warmup") == 0) {
       DF_TRY(parse_u32(a, v, 0, &o->warmup));
@@ -285,7 +285,7 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
     } else if (strcmp(a, "--check") == 0) {
       DF_TRY(add_binding(a, v, o->checks, &o->check_count));
       DF_TRY(parse_check(&o->checks[o->check_count - 1]));
-    } else if (strcmp(a, "--save") == 0) {
+    } else if (strcmp(a, "--save") == 0 || strcmp(a, "--out") == 0) {
       DF_TRY(add_binding(a, v, o->saves, &o->save_count));
     } else if (strcmp(a, "--staging-out") == 0) {
       o->staging_out = v;

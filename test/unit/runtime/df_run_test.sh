@@ -123,6 +123,8 @@ cmp -s "$work/r.npy" "$work/r2.npy" || { echo "FAIL: .npy round trip differs"; f
 head -c 128 "$work/r.npy" | grep -aq "NUMPY.*{'descr': '<f2', 'fortran_order': False, 'shape': (4, 16), }" ||
   { echo "FAIL: .npy header"; failures=$((failures + 1)); }
 [ $(( $(stat -c %s "$work/r.npy") - 128 )) = 128 ] || { echo "FAIL: .npy data offset"; failures=$((failures + 1)); }
+run 0 "2 launches \(0 warm-up, CUDA events" "${base[@]}" "${qkv[@]}" --tensor O=zeros:float16:4 --repeat 2
+run 0 "saved O to $work/out.npy" "${base[@]}" "${qkv[@]}" --tensor O=zeros:float16:4 --out "O=$work/out.npy"
 run 0 "saved O to $work/r64.npy" "${base[@]}" "${qkv[@]}" --tensor O=random:float64:64:9 --save "O=$work/r64.npy"
 run 0 "saved O to $work/v.npy" "${base[@]}" "${qkv[@]}" --tensor O=random:float16:64:9 --save "O=$work/v.npy"
 run 0 "check O: ok \(64 elements, max abs err [0-9.e-]+, max rel err [0-9.e-]+, rel L2 err" "${base[@]}" "${qkv[@]}" \
