@@ -20,6 +20,7 @@
 #define DF_HOST_BACKEND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -260,6 +261,13 @@ typedef void *(*df_host_symbol_lookup)(void *user, const char *symbol);
    naming the first handler whose symbol is missing. */
 df_status df_host_resolve_handlers(const df_packed *k, df_host_symbol_lookup lookup,
                                    void *user, df_handler_fn *out);
+
+/* df_host_resolve_handlers over a dlopen'ed library `lib`, looking up per
+   handler the packed symbol, then the variant's specialised name, then the
+   operator name (the names the PTX path links by). On failure `tried`
+   (tried_cap bytes) lists the names looked for. */
+df_status df_host_resolve_dl(const df_packed *k, void *lib, df_handler_fn *out, char *tried,
+                             size_t tried_cap);
 
 #ifdef __cplusplus
 }

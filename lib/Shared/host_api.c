@@ -8,44 +8,6 @@
 
 #include "df/host_backend.h"
 
-typedef struct lookup {
-  void *lib;
-  const df_packed *k;
-  char tried[3 * 2 * DF_NAME_MAX + 64]; /* names the last lookup tried */
-} lookup;
-
-static void *try_name(lookup *l, const char *name) {
-  size_t n = strlen(l->tried);
-  snprintf(l->tried + n, sizeof l->tried - n, "%s%s", n ? ", " : "", name);
-  dlerror();
-  return dlsym(l->lib, name);
-}
-
-/* The packed symbol, the variant's specialised name, the operator name:
-   the names the PTX path links handlers by (lib/Target). */
-static void *find_handler(void *user, const char *symbol) {
-  lookup *l = user;
-  l->tried[0] = '\0';
-  void *fn = try_name(l, symbol);
-  if (fn)
-    return fn;
-  const df_handler *h = NULL;
-  for (uint32_t i = 0; i < l->k->handler_count && !h; i++)
-    if (strcmp(l->k->handlers[i].symbol, symbol) == 0)
-      h = &l->k->handlers[i];
-  if (!h)
-    return NULL;
-  char special[2 * DF_NAME_MAX + 48] = "";
-  if (h->has_variant)
-    df_variant_diag_name(&h->variant, h->name, special, sizeof special);
-  if (special[0] && strcmp(special, h->name) != 0 && strcmp(special, symbol) != 0 &&
-      (fn = try_name(l, special)))
-    return fn;
-  if (h->name[0] && strcmp(h->name, symbol) != 0)
-    fn = try_name(l, h->name);
-  return fn;
-}
-
 /* Text written by `write` into a malloc'ed string (NULL on failure). */
 static char *as_text(df_status (*write)(const df_host_result *, FILE *),
                      const df_host_result *r) {
@@ -117,12 +79,12 @@ df_status df_shared_host_run(const df_packed *k, const char *handlers_path,
   if (!fns)
     s = df_status_errorf(DF_ENOMEM, "host run: out of memory for %u handlers",
                          k->handler_count);
-  lookup l = {lib, k, ""};
+  char tried[3 * 2 * DF_NAME_MAX + 64] = "";
   if (s.code == DF_OK) {
-    s = df_host_resolve_handlers(k, find_handler, &l, fns);
+    s = df_host_resolve_dl(k, lib, fns, tried, sizeof tried);
     if (s.code != DF_OK)
       s = df_status_errorf(s.code, "host run: handler library '%s': %s (looked for %s)",
-                           handlers_path, s.message, l.tried);
+                           handlers_path, s.message, tried);
   }
   if (s.code == DF_OK)
     s = run(k, fns, tensors, tensor_count, o, out);
