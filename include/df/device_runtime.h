@@ -13,6 +13,11 @@ extern "C" {
 extern const char df_device_runtime_bc[];
 extern const unsigned long df_device_runtime_bc_size;
 
+/* lib/Runtime/device/ctx_fn.c (the out-of-line handler accessors)
+   compiled for the host, for MLIR-body handlers on the host backend. */
+extern const char df_host_ctx_fn_bc[];
+extern const unsigned long df_host_ctx_fn_bc_size;
+
 #ifdef __cplusplus
 }
 #endif

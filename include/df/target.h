@@ -82,6 +82,14 @@ typedef struct df_host_handler_options {
   const char *const *link_files; /* handler bitcode compiled for the host */
   unsigned link_count;
   const char *cc;                /* linker driver; NULL = "cc" */
+  /* The program module: its func.func handlers with bodies are lowered for
+     the host and linked; null = bitcode handlers only. */
+  MlirOperation handler_module;
+  const df_program *program;     /* of that module, for `field` accessors */
+  /* The host build of the out-of-line df_ctx accessors MLIR bodies call
+     (df_host_ctx_fn_bc of df/device_runtime.h). */
+  const void *accessors_bc;
+  size_t accessors_bc_size;
 } df_host_handler_options;
 
 /* Link host handler bitcode, add one exported thunk per handler of the

@@ -9,12 +9,36 @@
 #include <unistd.h>
 
 #include "llvm-c/Core.h"
+#include "llvm-c/Linker.h"
 #include "llvm-c/Target.h"
 #include "llvm-c/TargetMachine.h"
 #include "llvm-c/Transforms/PassBuilder.h"
 #include "target_internal.h"
 
 extern char **environ;
+
+/* MLIR-body handlers lowered for the host, with the accessors they call. */
+static df_status link_mlir_bodies(LLVMContextRef ctx, LLVMModuleRef m,
+                                  const df_host_handler_options *o) {
+  LLVMModuleRef h;
+  DF_TRY(df_mlir_handlers_to_llvm(o->handler_module, o->program, ctx, true, &h));
+  if (!h)
+    return df_status_ok();
+  if (LLVMLinkModules2(m, h))
+    return df_status_errorf(DF_EINVAL, "linking the MLIR handlers failed (a function defined "
+                                       "both in the module and in --df-link bitcode?)");
+  if (!o->accessors_bc || !o->accessors_bc_size)
+    return df_status_errorf(DF_EINTERNAL, "no host build of the df_ctx accessors was given");
+  LLVMModuleRef acc;
+  DF_TRY(df_parse_bitcode(ctx,
+                          LLVMCreateMemoryBufferWithMemoryRangeCopy(o->accessors_bc,
+                                                                    o->accessors_bc_size,
+                                                                    "df_host_ctx_fn"),
+                          "df_host_ctx_fn", &acc));
+  if (LLVMLinkModules2(m, acc))
+    return df_status_errorf(DF_EINTERNAL, "linking the host df_ctx accessors failed");
+  return df_status_ok();
+}
 
 /* One exported thunk per handler id: the backend resolves the packed
    symbol first, so the object serves exactly this plan's table. */
@@ -109,6 +133,8 @@ df_status df_emit_host_handlers(const df_packed *k, const df_host_handler_option
       s = df_status_errorf(DF_EINVAL, "handler bitcode '%s' targets '%s'; %s", o->link_files[i],
                            LLVMGetTarget(m), triple_hint);
   }
+  if (s.code == DF_OK && o->handler_module.ptr)
+    s = link_mlir_bodies(ctx, m, o);
   if (s.code == DF_OK)
     s = add_thunks(m, k);
   char obj[4096];

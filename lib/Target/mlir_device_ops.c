@@ -158,3 +158,74 @@ df_status df_lower_device_ops(MlirOperation module) {
   DF_TRY(lower_prefix(module, "gpu.", lower_gpu));
   return lower_prefix(module, "math.", lower_math);
 }
+
+/* ---- the host backend ------------------------------------------------------ */
+
+/* The handler's context: the first argument of its func.func. */
+static MlirValue enclosing_ctx(MlirOperation op) {
+  MlirOperation fn = mlirOperationGetParentOperation(op);
+  while (!mlirOperationIsNull(fn) && !df_op_is(fn, "func.func"))
+    fn = mlirOperationGetParentOperation(fn);
+  if (mlirOperationIsNull(fn))
+    return (MlirValue){NULL};
+  MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(fn, 0));
+  if (mlirBlockIsNull(entry) || mlirBlockGetNumArguments(entry) < 1)
+    return (MlirValue){NULL};
+  return mlirBlockGetArgument(entry, 0);
+}
+
+/* On the host a CTA is one-dimensional and its threads are the backend's:
+   thread_id x / block_dim x / barrier go through the df_ctx accessors
+   (y and z are 0 and 1); block and grid ids have no host meaning. */
+static df_status lower_gpu_host(MlirOperation module, MlirOperation op, const char *name) {
+  char a[64] = "", helper[64], body[320];
+  MlirAttribute d = df_op_attr(op, "dimension");
+  if (!mlirAttributeIsNull(d))
+    df_attr_to_string(d, a, sizeof a);
+  size_t n = strlen(a);
+  char dim = n >= 2 && a[n - 1] == '>' ? a[n - 2] : 0;
+  const char *decl = "", *sig = "(%c: !llvm.ptr) -> index";
+  if (!strcmp(name, "gpu.barrier")) {
+    sig = "(%c: !llvm.ptr)";
+    decl = "func.func private @df_ctx_barrier_fn(!llvm.ptr)\n";
+    snprintf(body, sizeof body, "  func.call @df_ctx_barrier_fn(%%c) : (!llvm.ptr) -> ()\n"
+                                "  return\n");
+  } else if ((!strcmp(name, "gpu.thread_id") || !strcmp(name, "gpu.block_dim")) && dim) {
+    bool tid = !strcmp(name, "gpu.thread_id");
+    const char *fn = tid ? "df_ctx_thread_fn" : "df_ctx_threads_fn";
+    decl = tid ? "func.func private @df_ctx_thread_fn(!llvm.ptr) -> i32\n"
+               : "func.func private @df_ctx_threads_fn(!llvm.ptr) -> i32\n";
+    if (dim == 'x')
+      snprintf(body, sizeof body,
+               "  %%r = func.call @%s(%%c) : (!llvm.ptr) -> i32\n"
+               "  %%o = arith.index_castui %%r : i32 to index\n"
+               "  return %%o : index\n",
+               fn);
+    else
+      snprintf(body, sizeof body, "  %%o = arith.constant %d : index\n  return %%o : index\n",
+               tid ? 0 : 1);
+  } else {
+    return df_emit(mlirOperationGetLocation(op),
+                   "%s has no host lowering in df handlers; on the host backend use "
+                   "gpu.thread_id x, gpu.block_dim x and gpu.barrier (or df.ctx_thread, "
+                   "df.ctx_threads, df.ctx_barrier)",
+                   name);
+  }
+  MlirValue ctx = enclosing_ctx(op);
+  if (mlirValueIsNull(ctx))
+    return df_emit(mlirOperationGetLocation(op), "%s outside a handler function", name);
+  DF_TRY(df_mlir_add_helper(module, sig, body, decl, helper));
+  df_mlir_call_instead_with(op, helper, ctx);
+  return df_status_ok();
+}
+
+static df_status refuse_nvvm(MlirOperation module, MlirOperation op, const char *name) {
+  (void)module;
+  return df_emit(mlirOperationGetLocation(op),
+                 "%s is device-only: this handler cannot run on the host backend", name);
+}
+
+df_status df_lower_host_ops(MlirOperation module) {
+  DF_TRY(lower_prefix(module, "gpu.", lower_gpu_host));
+  return lower_prefix(module, "nvvm.", refuse_nvvm);
+}

@@ -130,9 +130,9 @@ static void mark_convergent(LLVMModuleRef m) {
 }
 
 static df_status lower(MlirOperation scratch, const df_program *prog, LLVMContextRef llctx,
-                       LLVMModuleRef *out) {
+                       bool host, LLVMModuleRef *out) {
   DF_TRY(df_lower_ctx_ops(scratch, prog));
-  DF_TRY(df_lower_device_ops(scratch));
+  DF_TRY(host ? df_lower_host_ops(scratch) : df_lower_device_ops(scratch));
   for (MlirOperation op = mlirBlockGetFirstOperation(module_body(scratch));
        !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
     strip_df_attributes(op);
@@ -152,7 +152,7 @@ static df_status lower(MlirOperation scratch, const df_program *prog, LLVMContex
 }
 
 df_status df_mlir_handlers_to_llvm(MlirOperation module, const df_program *prog,
-                                   LLVMContextRef llctx, LLVMModuleRef *out) {
+                                   LLVMContextRef llctx, bool host, LLVMModuleRef *out) {
   *out = NULL;
   bool any = false;
   for (MlirOperation op = mlirBlockGetFirstOperation(module_body(module));
@@ -166,7 +166,7 @@ df_status df_mlir_handlers_to_llvm(MlirOperation module, const df_program *prog,
        !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
     if (lowered(op))
       mlirBlockAppendOwnedOperation(mlirModuleGetBody(scratch), mlirOperationClone(op));
-  df_status s = lower(sop, prog, llctx, out);
+  df_status s = lower(sop, prog, llctx, host, out);
   mlirModuleDestroy(scratch);
   return s;
 }

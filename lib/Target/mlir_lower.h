@@ -30,6 +30,8 @@ df_status df_mlir_add_helper(MlirOperation module, const char *sig, const char *
 /* Replace `op` by `func.call @callee` with the same operands, result types
    and location; the op is destroyed. */
 void df_mlir_call_instead(MlirOperation op, const char *callee);
+/* The same with `extra` appended to the operands (null: none). */
+void df_mlir_call_instead_with(MlirOperation op, const char *callee, MlirValue extra);
 
 /* The op's name as a C string (valid while the context lives). */
 void df_mlir_op_name(MlirOperation op, char *buf, size_t cap);
@@ -41,5 +43,10 @@ df_status df_lower_ctx_ops(MlirOperation module, const df_program *prog);
 /* gpu thread/block ids and barriers -> nvvm; math ops that NVPTX cannot
    select -> nvvm approximations, or a located error. */
 df_status df_lower_device_ops(MlirOperation module);
+
+/* The host backend's counterpart: gpu thread ids, block dims and barriers
+   -> df_ctx accessor calls; other gpu and all nvvm ops are located errors;
+   math is left to the upstream lowering (libm). */
+df_status df_lower_host_ops(MlirOperation module);
 
 #endif

@@ -118,17 +118,25 @@ df_status df_mlir_add_helper(MlirOperation module, const char *sig, const char *
 }
 
 void df_mlir_call_instead(MlirOperation op, const char *callee) {
+  df_mlir_call_instead_with(op, callee, (MlirValue){NULL});
+}
+
+void df_mlir_call_instead_with(MlirOperation op, const char *callee, MlirValue extra) {
   MlirContext ctx = mlirOperationGetContext(op);
   MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("func.call"),
                                                 mlirOperationGetLocation(op));
-  MlirValue operands[16];
+  MlirValue operands[17];
   MlirType results[16];
   intptr_t n = mlirOperationGetNumOperands(op), r = mlirOperationGetNumResults(op);
-  for (intptr_t i = 0; i < n && i < 16; i++)
+  if (n > 16)
+    n = 16;
+  for (intptr_t i = 0; i < n; i++)
     operands[i] = mlirOperationGetOperand(op, i);
+  if (!mlirValueIsNull(extra))
+    operands[n++] = extra;
   for (intptr_t i = 0; i < r && i < 16; i++)
     results[i] = mlirValueGetType(mlirOperationGetResult(op, i));
-  mlirOperationStateAddOperands(&st, n < 16 ? n : 16, operands);
+  mlirOperationStateAddOperands(&st, n, operands);
   mlirOperationStateAddResults(&st, r < 16 ? r : 16, results);
   MlirNamedAttribute callee_attr = mlirNamedAttributeGet(
       mlirIdentifierGet(ctx, mlirStringRefCreateFromCString("callee")),

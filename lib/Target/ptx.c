@@ -190,7 +190,7 @@ static df_status link_mlir_handlers(LLVMContextRef ctx, LLVMModuleRef m,
   if (!ko->handler_module.ptr)
     return df_status_ok();
   LLVMModuleRef h;
-  DF_TRY(df_mlir_handlers_to_llvm(ko->handler_module, ko->program, ctx, &h));
+  DF_TRY(df_mlir_handlers_to_llvm(ko->handler_module, ko->program, ctx, false, &h));
   if (!h)
     return df_status_ok();
   LLVMSetTarget(h, DF_TRIPLE);

@@ -2,6 +2,8 @@
 #ifndef DF_TARGET_INTERNAL_H
 #define DF_TARGET_INTERNAL_H
 
+#include <stdbool.h>
+
 #include "df/target.h"
 #include "llvm-c/Types.h"
 
@@ -37,8 +39,9 @@ df_status df_define_plan_constants(LLVMModuleRef m, const df_packed *k, uint32_t
                                    uint32_t block_size);
 
 /* Lower the func.func bodies of `module` (MLIR handlers and the functions
-   they call) to an LLVM module in `ctx`; *out = NULL when there is none. */
+   they call) to an LLVM module in `ctx`, for the GPU or (host) for the
+   host backend; *out = NULL when there is none. */
 df_status df_mlir_handlers_to_llvm(MlirOperation module, const df_program *prog,
-                                   LLVMContextRef ctx, LLVMModuleRef *out);
+                                   LLVMContextRef ctx, bool host, LLVMModuleRef *out);
 
 #endif

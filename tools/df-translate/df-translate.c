@@ -203,9 +203,16 @@ static df_status to_host(const tr_input *in, FILE *out) {
   if (!in->output)
     return df_status_errorf(DF_EINVAL, "--df-to-host writes a shared object; give -o FILE.so");
   df_packed *k;
-  DF_TRY(pack_module(in->module, &k, NULL));
-  df_host_handler_options o = {in->output, in->links, in->link_count, getenv("DF_HOST_CC")};
+  df_program *prog;
+  DF_TRY(pack_module(in->module, &k, &prog));
+  df_host_handler_options o = {in->output, in->links, in->link_count, getenv("DF_HOST_CC"),
+                               in->module, prog, NULL, 0};
+#ifdef DF_HAVE_DEVICE_RUNTIME
+  o.accessors_bc = df_host_ctx_fn_bc;
+  o.accessors_bc_size = df_host_ctx_fn_bc_size;
+#endif
   df_status s = df_emit_host_handlers(k, &o);
+  df_program_destroy(prog);
   df_packed_destroy(k);
   return s;
 }
