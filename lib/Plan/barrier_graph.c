@@ -148,17 +148,22 @@ static df_status rows_from_intervals(df_bar_graph *g, const uint32_t *A, const u
   return df_status_ok();
 }
 
+/* Live ranges a and b interfere when any use of one overlaps any use of
+   the other. */
+static bool ranges_overlap(const df_bar_analysis *an, uint32_t a, uint32_t b) {
+  for (uint32_t u = an->lr_first[a]; u < an->lr_first[a + 1]; u++)
+    for (uint32_t v = an->lr_first[b]; v < an->lr_first[b + 1]; v++)
+      if (df_bar_overlap(&an->probes[u], &an->probes[v]))
+        return true;
+  return false;
+}
+
 /* Any two uses of different live ranges that overlap connect them. */
 static void rows_from_pairs(df_bar_graph *g, const df_bar_analysis *an) {
   uint32_t w = g->words;
   for (uint32_t x = 0; x < g->n; x++)
     for (uint32_t y = x + 1; y < g->n; y++) {
-      uint32_t xa = an->lr_first[g->lr0 + x], xb = an->lr_first[g->lr0 + x + 1];
-      uint32_t ya = an->lr_first[g->lr0 + y], yb = an->lr_first[g->lr0 + y + 1];
-      bool hit = false;
-      for (uint32_t u = xa; u < xb && !hit; u++)
-        for (uint32_t v = ya; v < yb && !hit; v++)
-          hit = df_bar_overlap(&an->probes[u], &an->probes[v]);
+      bool hit = ranges_overlap(an, g->lr0 + x, g->lr0 + y);
       if (hit) {
         g->rows[(uint64_t)x * w + y / 64] |= 1ULL << (y % 64);
         g->rows[(uint64_t)y * w + x / 64] |= 1ULL << (x % 64);
@@ -202,12 +207,7 @@ static df_status pairs_from_uses(df_bar_graph *g, const df_bar_analysis *an, uin
                                  uint32_t *cap, uint32_t *edges) {
   for (uint32_t x = 0; x < g->n; x++)
     for (uint32_t y = x + 1; y < g->n; y++) {
-      uint32_t xa = an->lr_first[g->lr0 + x], xb = an->lr_first[g->lr0 + x + 1];
-      uint32_t ya = an->lr_first[g->lr0 + y], yb = an->lr_first[g->lr0 + y + 1];
-      bool hit = false;
-      for (uint32_t u = xa; u < xb && !hit; u++)
-        for (uint32_t v = ya; v < yb && !hit; v++)
-          hit = df_bar_overlap(&an->probes[u], &an->probes[v]);
+      bool hit = ranges_overlap(an, g->lr0 + x, g->lr0 + y);
       if (hit)
         DF_TRY(push_pair(g, pairs, cap, edges, x, y));
     }

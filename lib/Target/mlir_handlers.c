@@ -59,11 +59,8 @@ static void append_error(MlirStringRef s, void *user) {
 }
 
 static df_status run_pipeline(MlirOperation module) {
-  static bool passes_registered;
-  if (!passes_registered) {
-    mlirRegisterAllPasses();
-    passes_registered = true;
-  }
+  /* Registering again is harmless; no process-wide flag needed. */
+  mlirRegisterAllPasses();
   MlirContext ctx = mlirOperationGetContext(module);
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   char err[256] = "";
