@@ -288,6 +288,32 @@ static void transfer_overwrites_unconsumed_slot(void **state) {
   df_plan_destroy(p);
 }
 
+/* 2 SMs, cluster 1: CTA 1 sends both tasks' second partials over HBM back
+   to back. With the second transfer's staging moved onto the first's, it
+   lands before CTA 0's reduce of task 0 read the first. */
+static void hbm_send_overwrites_unread_staging(void **state) {
+  (void)state;
+  static const uint32_t kv[2] = {256, 256};
+  df_plan *p = seed_schedule_attention(2, 1, kv, 2, 128, DF_POLICY_ROUND_ROBIN,
+                                       DF_REDUCE_ALL_AT_ONCE, true);
+  df_packed *k = ht_pack(p, NULL);
+  uint32_t sends[2], n = 0;
+  for (uint32_t j = 0; j < k->comm_count && n < 2; j++)
+    if (k->comms[j].kind == DF_COMM_HBM_SEND)
+      sends[n++] = j;
+  assert_int_equal(n, 2);
+  uint32_t first = k->comms[sends[0]].dst_slot_id, second = k->comms[sends[1]].dst_slot_id;
+  k->slots[second].global_offset = k->slots[first].global_offset;
+  df_host_result res;
+  expect(k, NULL, DF_HOST_DIAG_OVERWRITE, &res);
+  assert_int_equal(res.diag.cta, 1);
+  assert_true(has(&res, "hbm_send (CTA 1) overwrites global staging bytes"));
+  assert_true(has(&res, "before their receive read them"));
+  df_host_result_free(&res);
+  df_packed_destroy(k);
+  df_plan_destroy(p);
+}
+
 /* With reuse_hbm_flags every HBM transfer shares flag 0. Swapping the
    epochs lets SM3's receive (epoch 1) pass on SM2's unrelated store of 2
    before its own send ran. */
@@ -494,6 +520,7 @@ int main(void) {
       cmocka_unit_test(unwritten_read_when_a_transfer_is_deleted),
       cmocka_unit_test(transfer_overwrites_unconsumed_slot),
       cmocka_unit_test(shared_flag_passes_early),
+      cmocka_unit_test(hbm_send_overwrites_unread_staging),
       cmocka_unit_test(arena_overflow),
       cmocka_unit_test(handler_writes_outside_the_arena),
       cmocka_unit_test(phase_mismatch),
