@@ -190,6 +190,9 @@ typedef struct df_instr {
   df_identity identity;
   bool has_variant;
   df_variant variant;
+  /* Chosen implementation (df/impl.h): 1 + index into df_plan.impl_names;
+     0 = the default binding (the variant's symbol or the operator). */
+  uint32_t impl;
 } df_instr;
 
 typedef enum df_slot_role {
@@ -259,6 +262,11 @@ typedef struct df_plan_stage {
   df_op_kind op_kind;        /* the call's kind, DF_OPK_NONE if none */
 } df_plan_stage;
 
+/* Symbol of an implementation chosen for some instruction. */
+typedef struct df_plan_impl_name {
+  char name[DF_NAME_MAX];
+} df_plan_impl_name;
+
 typedef struct df_plan {
   df_allocator alloc;
   df_topology topology;
@@ -286,6 +294,8 @@ typedef struct df_plan {
   uint32_t *queue_lengths;
   uint32_t queue_id_count, queue_id_cap;
   uint32_t *queue_ids; /* instruction ids */
+  uint32_t impl_count;
+  df_plan_impl_name *impl_names; /* chosen implementations, distinct */
 } df_plan;
 
 /* An empty plan for a topology (checked). */
@@ -304,6 +314,9 @@ df_status df_plan_add_instr(df_plan *p, const df_instr *in,
                             uint32_t *id);
 df_status df_plan_add_slot(df_plan *p, const df_slot *s, uint32_t *id);
 df_status df_plan_add_comm(df_plan *p, const df_comm *c);
+/* The df_instr.impl reference of implementation `name`, added to
+   impl_names when new. */
+df_status df_plan_intern_impl(df_plan *p, const char *name, uint32_t *ref);
 df_status df_plan_set_tasks(df_plan *p, uint32_t task_count,
                             const uint32_t *lengths);
 /* Rebuild queues from scratch: queue of SM s = ids in `order` whose
@@ -362,6 +375,13 @@ typedef struct df_schedule_options {
   df_iter_buckets buckets;
   uint32_t bucket_size; /* 0: block_size */
   df_exact_lengths exact_lengths;
+  /* Implementation selection (df/impl.h) for programs that declare
+     implementations or use built-in handlers: target architecture and
+     caller-supplied replacements; NULL = sm_90a, none. */
+  const struct df_select_options *select;
+  /* Leave every instruction on its default binding: the df-schedule pass
+     sets it, df-select-variants chooses afterwards with its options. */
+  bool defer_select;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */
@@ -446,6 +466,9 @@ typedef struct df_handler {
   df_variant variant;
   bool primary;
   char symbol[2 * DF_NAME_MAX]; /* dataflow_handler_<id>_<sanitised> */
+  /* The implementation chosen by df-select-variants (df/impl.h); ""
+     = the default binding (variant symbol or operator name). */
+  char impl[DF_NAME_MAX];
 } df_handler;
 
 typedef struct df_named_index {

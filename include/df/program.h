@@ -121,6 +121,8 @@ typedef struct df_operator {
   uint32_t param_count;
   df_param *params;
   int32_t result_type; /* itype index, -1 for none */
+  /* Built-in handler library the operator uses (df/impl.h), "" none. */
+  char library[DF_NAME_MAX];
 } df_operator;
 
 /* A reducer is associative when it takes two intermediates (not a list). */
@@ -156,6 +158,8 @@ typedef struct df_range_decl {
   char source[DF_NAME_MAX];
 } df_range_decl;
 
+struct df_impl; /* df/impl.h */
+
 /* A whole program. Owns its arrays; destroy with df_program_destroy. */
 typedef struct df_program {
   df_allocator alloc;
@@ -170,12 +174,22 @@ typedef struct df_program {
   df_operator *ops;
   uint32_t stage_count;
   df_stage *stages;
+  /* Implementations of operators (df/impl.h): declared ones, and the
+     caller's replacements once a compiled plan records them. */
+  uint32_t impl_count;
+  struct df_impl *impls;
+  /* Target architecture implementations were selected for (a df_arch;
+     0 = sm_90a), kept so run-time re-plans select the same way. */
+  uint32_t select_arch;
 } df_program;
 
 /* Create an empty program (alloc may be NULL for the default). */
 df_status df_program_create(const df_allocator *alloc, const char *name,
                             df_program **out);
 void df_program_destroy(df_program *p);
+/* Deep copy (implementations and built-in handler choices included);
+   alloc may be NULL for the default. */
+df_status df_program_clone(const df_program *p, const df_allocator *alloc, df_program **out);
 
 /* Builders. Each copies its arguments and checks local rules (name
    lengths, duplicates); df_program_validate checks the whole. */
@@ -192,6 +206,10 @@ df_status df_program_add_operator(df_program *p, const char *name,
 /* Adds a copy of `stage` (its bindings array is copied too). */
 df_status df_program_add_stage(df_program *p, const df_stage *stage,
                                int32_t *index_out);
+
+/* The tensor a stage binds to handler parameter `param`; NULL unbound
+   (the tensor is then named like the parameter). */
+const char *df_stage_binding(const df_stage *s, const char *param);
 
 /* Look-ups by name; -1 when absent. */
 int32_t df_program_find_type(const df_program *p, const char *name);

@@ -7,6 +7,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Dialect/LLVM.h"
+#include "df/impl.h"
 #include "mlir_util.h"
 
 #define MAX_STAGES 64
@@ -196,6 +197,104 @@ static df_status convert_handler(convert *c, MlirOperation fn) {
     DF_TRY(intermediate_index(c, loc, mlirFunctionTypeGetResult(ft, 0), 'i', what, &result));
   }
   s = df_program_add_operator(c->prog, name, kind, (uint32_t)nin, params, result, NULL);
+  if (df_failed(&s))
+    return df_emit(loc, "%s", s.message);
+  char library[DF_NAME_MAX];
+  bool has_library;
+  DF_TRY(df_attr_string(fn, "df.library", false, library, sizeof library, &has_library));
+  if (has_library) {
+    s = df_program_set_library(c->prog, name, library);
+    if (df_failed(&s))
+      return df_emit(loc, "%s", s.message);
+  }
+  return df_status_ok();
+}
+
+/* The selection df-select-variants recorded on df.plan (architecture and
+   the caller's replacements), so a plan blob written from this module lets
+   run-time re-plans select the same way. */
+static df_status recorded_selection(convert *c, MlirOperation plan) {
+  MlirLocation loc = mlirOperationGetLocation(plan);
+  char text[4096];
+  bool has;
+  DF_TRY(df_attr_string(plan, "select_arch", false, text, sizeof text, &has));
+  df_status s = df_status_ok();
+  if (has) {
+    df_arch arch;
+    s = df_arch_parse(text, &arch);
+    c->prog->select_arch = (uint32_t)arch;
+  }
+  if (df_failed(&s))
+    return df_emit(loc, "df.plan select_arch: %s", s.message);
+  DF_TRY(df_attr_string(plan, "select_replace", false, text, sizeof text, &has));
+  char *save = NULL;
+  for (char *part = has ? strtok_r(text, ";", &save) : NULL; part && s.code == DF_OK;
+       part = strtok_r(NULL, ";", &save)) {
+    df_impl im;
+    s = df_impl_parse(part, &im);
+    if (s.code == DF_OK)
+      s = df_program_add_impl(c->prog, &im);
+    if (s.code == DF_OK)
+      c->prog->impls[c->prog->impl_count - 1].origin = DF_IMPL_REPLACEMENT;
+  }
+  if (df_failed(&s))
+    return df_emit(loc, "df.plan select_replace: %s", s.message);
+  return df_status_ok();
+}
+
+/* An implementation: a func.func with df.implements = @operator and its
+   capability region (docs/implementations.md). */
+static df_status convert_impl(convert *c, MlirOperation fn) {
+  MlirLocation loc = mlirOperationGetLocation(fn);
+  df_impl im;
+  memset(&im, 0, sizeof im);
+  DF_TRY(df_attr_string(fn, "sym_name", true, im.name, sizeof im.name, NULL));
+  DF_TRY(df_attr_symbol(fn, "df.implements", im.op, sizeof im.op));
+  MlirType ft = mlirTypeAttrGetValue(df_op_attr(fn, "function_type"));
+  if (mlirFunctionTypeGetNumInputs(ft) != 1 || mlirFunctionTypeGetNumResults(ft) != 0 ||
+      !mlirTypeIsALLVMPointerType(mlirFunctionTypeGetInput(ft, 0))) {
+    char text[128];
+    df_type_to_string(ft, text, sizeof text);
+    return df_emit(loc, "implementation '%s' of '%s' must have type (!llvm.ptr) -> () (the "
+                        "df_ctx pointer), got %s", im.name, im.op, text);
+  }
+  int64_t tiles = 0, length = 0;
+  bool has_tiles, has_length, has;
+  DF_TRY(df_attr_int(fn, "df.tiles", &tiles, &has_tiles));
+  DF_TRY(df_attr_int(fn, "df.length", &length, &has_length));
+  if (has_tiles && has_length)
+    return df_emit(loc, "implementation '%s' gives both df.tiles and df.length; an iter region "
+                        "is one of them", im.name);
+  if ((has_tiles && (tiles <= 0 || tiles > UINT32_MAX)) ||
+      (has_length && (length <= 0 || length > UINT32_MAX)))
+    return df_emit(loc, "implementation '%s': df.%s must be a positive 32-bit integer",
+                   im.name, has_tiles ? "tiles" : "length");
+  im.iter = has_tiles ? DF_IMPL_ITER_TILES : has_length ? DF_IMPL_ITER_LENGTH : DF_IMPL_ITER_ANY;
+  im.iter_value = (uint32_t)(has_tiles ? tiles : length);
+  char text[DF_NAME_MAX];
+  df_status s;
+  DF_TRY(df_attr_string(fn, "df.arity", false, text, sizeof text, &has));
+  if (has) {
+    s = df_arity_class_for(true, !strcmp(text, "passthrough") ? 1 : !strcmp(text, "binary") ? 2
+                                 : !strcmp(text, "generic")   ? 3 : 0, &im.arity);
+    if (df_failed(&s))
+      return df_emit(loc, "implementation '%s': df.arity must be \"passthrough\", \"binary\" "
+                          "or \"generic\", got \"%s\"", im.name, text);
+    im.has_arity = true;
+  }
+  DF_TRY(df_attr_string(fn, "df.dtype", false, text, sizeof text, &has));
+  s = has ? df_dtype_parse(text, &im.dtype) : df_status_ok();
+  if (df_failed(&s))
+    return df_emit(loc, "implementation '%s': df.dtype: %s", im.name, s.message);
+  DF_TRY(df_attr_string(fn, "df.min_arch", false, text, sizeof text, &has));
+  s = has ? df_arch_parse(text, &im.min_arch) : df_status_ok();
+  if (df_failed(&s))
+    return df_emit(loc, "implementation '%s': df.min_arch: %s", im.name, s.message);
+  MlirAttribute general = df_op_attr(fn, "df.general");
+  if (!mlirAttributeIsNull(general) && !mlirAttributeIsAUnit(general))
+    return df_emit(loc, "implementation '%s': df.general is a unit attribute", im.name);
+  im.general = !mlirAttributeIsNull(general);
+  s = df_program_add_impl(c->prog, &im);
   if (df_failed(&s))
     return df_emit(loc, "%s", s.message);
   return df_status_ok();
@@ -409,8 +508,16 @@ df_status df_program_from_module(MlirOperation module, const char *name,
        s.code == DF_OK && !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
     if (df_op_is(op, "func.func") && !mlirAttributeIsNull(df_op_attr(op, "df.kind")))
       s = convert_handler(&c, op);
+  for (MlirOperation op = mlirBlockGetFirstOperation(body);
+       s.code == DF_OK && !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+    if (df_op_is(op, "func.func") && !mlirAttributeIsNull(df_op_attr(op, "df.implements")))
+      s = convert_impl(&c, op);
   if (s.code == DF_OK)
     s = convert_program(&c, fn);
+  for (MlirOperation op = mlirBlockGetFirstOperation(body);
+       s.code == DF_OK && !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+    if (df_op_is(op, "df.plan"))
+      s = recorded_selection(&c, op);
   if (df_failed(&s)) {
     df_program_destroy(c.prog);
     return s;

@@ -10,8 +10,10 @@
 #include "df/compiler.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Dialect/LLVM.h"
+#include "df/impl.h"
 
-#define MAX_ATTRS 8
+#define MAX_ATTRS 12
 
 /* One operation under construction: its named attributes. */
 typedef struct attrs {
@@ -176,6 +178,8 @@ static df_status build_handler(MlirContext ctx, MlirLocation loc, const df_progr
                                  ctx, n, ins, op->result_type >= 0 ? 1 : 0, &result)));
     put(&a, "df.kind", str(ctx, df_op_kind_name(op->kind)));
     put(&a, "df.params", mlirArrayAttrGet(ctx, n, names));
+    if (op->library[0])
+      put(&a, "df.library", str(ctx, op->library));
     MlirRegion region = mlirRegionCreate(); /* a declaration: no blocks */
     mlirBlockAppendOwnedOperation(body, create(loc, "func.func", &a, 0, NULL, 0, NULL, &region));
   }
@@ -264,6 +268,31 @@ static df_status build_stage(MlirContext ctx, MlirLocation loc, const df_program
   return df_status_ok();
 }
 
+/* A declared implementation: a (!llvm.ptr) -> () declaration whose body
+   comes from linked bitcode, with its capability region. */
+static void build_impl(MlirContext ctx, MlirLocation loc, const df_impl *im, MlirBlock body) {
+  attrs a = {.ctx = ctx};
+  MlirType ptr = mlirLLVMPointerTypeGet(ctx, 0);
+  put(&a, "sym_name", str(ctx, im->name));
+  put(&a, "sym_visibility", str(ctx, "private"));
+  put(&a, "function_type", mlirTypeAttrGet(mlirFunctionTypeGet(ctx, 1, &ptr, 0, NULL)));
+  put(&a, "df.implements", mlirFlatSymbolRefAttrGet(ctx, ref(im->op)));
+  MlirType i64 = mlirIntegerTypeGet(ctx, 64);
+  if (im->iter != DF_IMPL_ITER_ANY)
+    put(&a, im->iter == DF_IMPL_ITER_TILES ? "df.tiles" : "df.length",
+        mlirIntegerAttrGet(i64, im->iter_value));
+  if (im->has_arity)
+    put(&a, "df.arity", str(ctx, df_arity_class_name(im->arity)));
+  if (im->dtype != DF_DTYPE_INVALID)
+    put(&a, "df.dtype", str(ctx, df_dtype_name(im->dtype)));
+  if (im->min_arch != DF_ARCH_ANY)
+    put(&a, "df.min_arch", str(ctx, df_arch_name(im->min_arch)));
+  if (im->general)
+    put(&a, "df.general", mlirUnitAttrGet(ctx));
+  MlirRegion region = mlirRegionCreate();
+  mlirBlockAppendOwnedOperation(body, create(loc, "func.func", &a, 0, NULL, 0, NULL, &region));
+}
+
 static df_status build_program(MlirContext ctx, MlirLocation loc, const df_program *p,
                                MlirBlock body) {
   MlirBlock block = mlirBlockCreate(0, NULL, NULL);
@@ -309,6 +338,8 @@ df_status df_program_to_mlir(const df_program *p, MlirContext ctx, MlirOperation
     s = build_program(ctx, loc, p, body);
   for (uint32_t i = 0; s.code == DF_OK && i < p->op_count; i++)
     s = build_handler(ctx, loc, p, &p->ops[i], body);
+  for (uint32_t i = 0; s.code == DF_OK && i < p->impl_count; i++)
+    build_impl(ctx, loc, &p->impls[i], body);
   MlirOperation op = mlirModuleGetOperation(module);
   if (s.code == DF_OK && !mlirOperationVerify(op))
     s = df_status_errorf(DF_EINVAL,

@@ -6,6 +6,7 @@ df_status df_create_schedule_pass(const char *options, MlirPass *out);
 df_status df_create_allocate_barriers_pass(const char *options, MlirPass *out);
 df_status df_create_layout_slots_pass(const char *options, MlirPass *out);
 df_status df_create_pack_pass(const char *options, MlirPass *out);
+df_status df_create_select_variants_pass(const char *options, MlirPass *out);
 
 static df_status create_verify(const char *options, MlirPass *out) {
   if (options && *options)
@@ -24,6 +25,10 @@ static const df_pass_info table[] = {
      "      force-hbm-comms=BOOL partial-only=BOOL iter-range-buckets=auto|1,2,generic|off\n"
      "      iter-range-bucket-size=N iter-range-exact-lengths=l,l\n",
      df_create_schedule_pass},
+    {"df-select-variants", "choose each instruction's implementation by capability region",
+     "      arch=sm_80|sm_90|sm_90a replace=OP=SYMBOL[:tiles=N,length=L,arity=A,dtype=T,\n"
+     "      arch=X,general][;OP=SYMBOL...] (caller-supplied replacements)\n",
+     df_create_select_variants_pass},
     {"df-allocate-barriers", "annotate slots and comms with barrier indices and phases", "",
      df_create_allocate_barriers_pass},
     {"df-layout-slots", "lay out slots in shared and global memory (records its options)",

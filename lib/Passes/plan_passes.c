@@ -100,6 +100,7 @@ df_status df_create_schedule_pass(const char *text, MlirPass *out) {
   if (!s)
     return df_status_errorf(DF_ENOMEM, "out of memory creating df-schedule");
   s->o = df_schedule_options_default();
+  s->o.defer_select = true; /* df-select-variants chooses implementations */
   df_status st = df_parse_pass_options("df-schedule", text, s, set_schedule_option);
   if (!df_failed(&st) && s->axis_count == 0)
     st = df_status_errorf(DF_EINVAL, "df-schedule: option 'range-lengths' is required");

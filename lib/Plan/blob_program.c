@@ -7,13 +7,19 @@
      ops{name kind param_count result_type(i32) params{name kind type(i32)}}
      stages{name kind op(i32) input(i32) range_axis type(i32)
             logical_type(i32) output_arity policy task_arg_count
-            binding_count task_args[task_arg_count] bindings{param tensor}} */
+            binding_count task_args[task_arg_count] bindings{param tensor}}
+   then, only for programs with implementations (df/impl.h):
+     IMPL_MAGIC select_arch impl_count
+     impls{name op origin iter iter_value has_arity arity dtype min_arch general}
+     library_count libraries{op library} */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "blob_check.h"
+#include "df/impl.h"
 
 #define N DF_NAME_MAX
+#define IMPL_MAGIC 0x4c504d49u /* "IMPL" */
 #define bad df_blob_fail
 
 static bool in_range(int32_t v, uint32_t n) { return v >= -1 && (v < 0 || (uint32_t)v < n); }
@@ -185,6 +191,30 @@ void df_blob_put_program(df_blob_buf *b, df_blob_buf *pool, const df_program *p)
       put_str(b, pool, s->bindings[j].tensor);
     }
   }
+  if (!df_program_has_impls(p) && !p->select_arch)
+    return; /* blobs of programs without implementations are unchanged */
+  df_blob_buf_u32(b, IMPL_MAGIC);
+  df_blob_buf_u32(b, p->select_arch);
+  df_blob_buf_u32(b, p->impl_count);
+  for (uint32_t i = 0; i < p->impl_count; i++) {
+    const df_impl *im = &p->impls[i];
+    put_str(b, pool, im->name);
+    put_str(b, pool, im->op);
+    uint32_t w[8] = {(uint32_t)im->origin, (uint32_t)im->iter, im->iter_value, im->has_arity,
+                     (uint32_t)im->arity,  (uint32_t)im->dtype, (uint32_t)im->min_arch,
+                     im->general};
+    for (int k = 0; k < 8; k++)
+      df_blob_buf_u32(b, w[k]);
+  }
+  uint32_t libs = 0;
+  for (uint32_t i = 0; i < p->op_count; i++)
+    libs += p->ops[i].library[0] != 0;
+  df_blob_buf_u32(b, libs);
+  for (uint32_t i = 0; i < p->op_count; i++)
+    if (p->ops[i].library[0]) {
+      df_blob_buf_u32(b, i);
+      put_str(b, pool, p->ops[i].library);
+    }
 }
 
 /* ---- decoding ------------------------------------------------------------ */
@@ -336,6 +366,60 @@ static df_status get_stage(cursor *c, df_program *p, uint32_t i) {
   return df_status_ok();
 }
 
+/* The implementations trailer; every entry is re-checked by the program
+   model's own rules. */
+static df_status get_impls(cursor *c, df_program *p) {
+  uint32_t magic = 0, arch = 0, n = 0, libs = 0;
+  char w[96];
+  DF_TRY(get_u32(c, &magic, "implementations magic"));
+  if (magic != IMPL_MAGIC)
+    return bad("%zu bytes left over after the last stage", c->len - c->pos + 4);
+  DF_TRY(get_u32(c, &arch, "select_arch"));
+  if (arch != DF_ARCH_ANY && arch != DF_ARCH_SM80 && arch != DF_ARCH_SM90 &&
+      arch != DF_ARCH_SM90A)
+    return bad("select_arch %u is not an architecture (0, 80, 90, 91)", arch);
+  p->select_arch = arch;
+  DF_TRY(get_u32(c, &n, "impl_count"));
+  if ((c->len - c->pos) / 40 < n)
+    return bad("impl_count %u does not fit the %zu bytes left", n, c->len - c->pos);
+  for (uint32_t i = 0; i < n; i++) {
+    df_impl im;
+    memset(&im, 0, sizeof im);
+    DF_TRY(get_str(c, im.name, N, label(w, sizeof w, "implementation %u: name", i)));
+    DF_TRY(get_str(c, im.op, N, label(w, sizeof w, "implementation %u: op", i)));
+    uint32_t v[8];
+    for (int k = 0; k < 8; k++)
+      DF_TRY(get_u32(c, &v[k], label(w, sizeof w, "implementation %u: word %d", i, k)));
+    if (v[0] > DF_IMPL_REPLACEMENT || v[0] == DF_IMPL_BUILTIN || v[3] > 1 || v[7] > 1)
+      return bad("implementation %u ('%s'): origin %u, has_arity %u or general %u out of range",
+                 i, im.name, v[0], v[3], v[7]);
+    im.iter = (df_impl_iter)v[1];
+    im.iter_value = v[2];
+    im.has_arity = v[3];
+    im.arity = (df_arity_class)v[4];
+    im.dtype = (df_dtype)v[5];
+    im.min_arch = (df_arch)v[6];
+    im.general = v[7];
+    df_status s = df_program_add_impl(p, &im);
+    if (df_failed(&s))
+      return bad("implementation %u: %s", i, s.message);
+    p->impls[p->impl_count - 1].origin = (df_impl_origin)v[0];
+  }
+  DF_TRY(get_u32(c, &libs, "library_count"));
+  for (uint32_t i = 0; i < libs; i++) {
+    uint32_t op = 0;
+    char library[N];
+    DF_TRY(get_u32(c, &op, label(w, sizeof w, "library %u: operator", i)));
+    DF_TRY(get_str(c, library, N, label(w, sizeof w, "library %u: name", i)));
+    if (op >= p->op_count)
+      return bad("library %u: operator %u out of range (%u operators)", i, op, p->op_count);
+    df_status s = df_program_set_library(p, p->ops[op].name, library);
+    if (df_failed(&s))
+      return bad("library %u: %s", i, s.message);
+  }
+  return df_status_ok();
+}
+
 static df_status get_program(cursor *c, df_program *p) {
   uint32_t head[5] = {0};
   static const char *const what[5] = {"axis_count", "range_count", "type_count", "op_count",
@@ -364,7 +448,10 @@ static df_status get_program(cursor *c, df_program *p) {
   for (uint32_t i = 0; i < head[4]; i++)
     DF_TRY(get_stage(c, p, i));
   if (c->pos != c->len)
-    return bad("%zu bytes left over after the last stage", c->len - c->pos);
+    DF_TRY(get_impls(c, p));
+  if (c->pos != c->len)
+    return bad("%zu bytes left over after the last %s", c->len - c->pos,
+               p->impl_count ? "implementation" : "stage");
   return df_status_ok();
 }
 

@@ -183,8 +183,6 @@ static df_status get_handler(df_handler *h, const uint8_t *p, uint32_t i,
   for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
     if (w[flags[f].word] > 1)
       return fail("handler %u: %s %u is not 0 or 1", i, flags[f].name, w[flags[f].word]);
-  if (w[15] != 0)
-    return fail("handler %u: reserved word %u is not 0", i, w[15]);
   /* Absent parts are written as zeros; anything else is corruption. */
   if (!w[2] && (w[3] || w[4]))
     return fail("handler %u: identity fields set but has_identity is 0", i);
@@ -209,6 +207,8 @@ static df_status get_handler(df_handler *h, const uint8_t *p, uint32_t i,
   h->variant.has_arity = w[12];
   h->variant.arity = (df_arity_class)w[13];
   h->primary = w[14];
+  if (w[15]) /* implementation string offset + 1 */
+    DF_TRY(get_ref(t, w[15] - 1, h->impl, sizeof h->impl, "handler", i, "implementation"));
   DF_TRY(get_ref(t, w[16], h->name, sizeof h->name, "handler", i, "name"));
   return get_ref(t, w[17], h->symbol, sizeof h->symbol, "handler", i, "symbol");
 }

@@ -74,7 +74,7 @@ static void put_handler(df_blob_buf *b, df_blob_buf *pool, const df_handler *h) 
       var && v->has_arity,
       var && v->has_arity ? (uint32_t)v->arity : 0,
       h->primary,
-      0,
+      h->impl[0] ? df_blob_pool_add(pool, h->impl, sizeof h->impl) + 1 : 0,
       df_blob_pool_add(pool, h->name, sizeof h->name),
       df_blob_pool_add(pool, h->symbol, sizeof h->symbol)};
   put_words(b, w, DF_BLOB_HANDLER_WORDS);

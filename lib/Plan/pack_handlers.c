@@ -142,6 +142,7 @@ static void handler_keys(const df_instr *in, int32_t name_stage, df_key5 *key, d
     key->w[3] = v->schema_version;
     bind->w[0] = v->base.operator_id;
     bind->w[1] = (uint32_t)v->base.kind;
+    key->w[4] = in->impl; /* one handler per (variant, implementation) */
   } else {
     key->w[0] = (uint32_t)name_stage;
     key->w[1] = (uint32_t)opcode_kind(in->op) | 1u << 31;
@@ -296,6 +297,8 @@ static void fill_handler(const df_plan *p, const found *f, df_handler *h) {
   h->has_variant = in->has_variant;
   h->variant = in->variant;
   h->primary = f->primary;
+  if (in->impl && in->impl <= p->impl_count)
+    memcpy(h->impl, p->impl_names[in->impl - 1].name, sizeof h->impl);
   handler_symbol(h->symbol, sizeof h->symbol, h->id, h->name);
 }
 

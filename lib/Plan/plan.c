@@ -57,6 +57,7 @@ void df_plan_destroy(df_plan *p) {
   df_free(&a, p->queue_offsets);
   df_free(&a, p->queue_lengths);
   df_free(&a, p->queue_ids);
+  df_free(&a, p->impl_names);
   df_free(&a, p);
 }
 
@@ -87,6 +88,7 @@ df_status df_plan_clone(const df_plan *p, df_plan **out) {
   c->comms = NULL;
   c->inputs = NULL;
   c->queue_offsets = c->queue_lengths = c->queue_ids = NULL;
+  c->impl_names = NULL;
   df_status s = df_status_ok();
 #define DUP(field, count)                                                      \
   if (s.code == DF_OK)                                                         \
@@ -101,6 +103,7 @@ df_status df_plan_clone(const df_plan *p, df_plan **out) {
   DUP(queue_offsets, p->topology.sm_count);
   DUP(queue_lengths, p->topology.sm_count);
   DUP(queue_ids, p->queue_id_count);
+  DUP(impl_names, p->impl_count);
 #undef DUP
   c->instr_cap = p->instr_count;
   c->slot_cap = p->slot_count;
@@ -177,6 +180,31 @@ df_status df_plan_add_comm(df_plan *p, const df_comm *c) {
   DF_TRY(df_vec_reserve(&p->alloc, (void **)&p->comms, &p->comm_cap,
                         p->comm_count + 1, sizeof *p->comms));
   p->comms[p->comm_count++] = *c;
+  return df_status_ok();
+}
+
+df_status df_plan_intern_impl(df_plan *p, const char *name, uint32_t *ref) {
+  size_t len = strlen(name);
+  if (len == 0 || len >= DF_NAME_MAX)
+    return df_status_errorf(DF_EINVAL,
+                            "implementation name '%s' must be 1 to %d bytes long", name,
+                            DF_NAME_MAX - 1);
+  for (uint32_t i = 0; i < p->impl_count; i++)
+    if (strcmp(p->impl_names[i].name, name) == 0) {
+      *ref = i + 1;
+      return df_status_ok();
+    }
+  /* a handful of names per plan: grow by one */
+  df_plan_impl_name *t = df_alloc(&p->alloc, sizeof *t * (p->impl_count + 1));
+  if (!t)
+    return df_status_errorf(DF_ENOMEM, "out of memory recording implementation '%s'", name);
+  if (p->impl_count)
+    memcpy(t, p->impl_names, sizeof *t * p->impl_count);
+  memset(&t[p->impl_count], 0, sizeof *t);
+  memcpy(t[p->impl_count].name, name, len);
+  df_free(&p->alloc, p->impl_names);
+  p->impl_names = t;
+  *ref = ++p->impl_count;
   return df_status_ok();
 }
 

@@ -51,6 +51,8 @@ static void identity(FILE *f, const char *key, const df_identity *id) {
 static void handler(FILE *f, const df_handler *h) {
   fprintf(f, "handler %u: name=%.64s kind=%s primary=%d symbol=%.128s", h->id, h->name,
           df_op_kind_name(h->kind), h->primary, h->symbol);
+  if (h->impl[0])
+    fprintf(f, " impl=%.64s", h->impl);
   if (h->has_identity)
     identity(f, "identity", &h->identity);
   else

@@ -90,6 +90,10 @@ static df_status handlers(FILE *f, const df_packed *k, bool *first) {
     fprintf(f, ",\"kind\":\"%s\",\"primary\":%s,\"symbol\":", df_op_kind_name(h->kind),
             h->primary ? "true" : "false");
     str(f, h->symbol, sizeof h->symbol);
+    if (h->impl[0]) {
+      fputs(",\"impl\":", f);
+      str(f, h->impl, sizeof h->impl);
+    }
     fputc('}', f);
   }
   fputc(']', f);

@@ -68,6 +68,7 @@ void df_program_destroy(df_program *p) {
   df_free(&a, p->types);
   df_free(&a, p->ops);
   df_free(&a, p->stages);
+  df_free(&a, p->impls);
   df_free(&a, p);
 }
 
@@ -256,7 +257,7 @@ int32_t df_program_partial_stage(const df_program *p) {
   return -1;
 }
 
-static const char *binding_for(const df_stage *s, const char *param) {
+const char *df_stage_binding(const df_stage *s, const char *param) {
   for (uint32_t i = 0; i < s->binding_count; i++)
     if (strcmp(s->bindings[i].param, param) == 0)
       return s->bindings[i].tensor;
@@ -273,7 +274,7 @@ uint32_t df_program_tensor_args(const df_program *p, const char **names, uint32_
     for (uint32_t j = 0; j < op->param_count; j++) {
       if (op->params[j].kind != DF_PARAM_TENSOR)
         continue;
-      const char *bound = binding_for(s, op->params[j].name);
+      const char *bound = df_stage_binding(s, op->params[j].name);
       const char *name = bound ? bound : op->params[j].name;
       bool seen = false;
       for (uint32_t k = 0; k < n && k < cap; k++)

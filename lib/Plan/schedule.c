@@ -4,6 +4,7 @@
    schedule_stage_graph.c. */
 #include <string.h>
 
+#include "df/impl.h"
 #include "schedule_internal.h"
 #include "vec.h"
 
@@ -433,7 +434,12 @@ static df_status run(df_sched *s) {
                             "program '%s'",
                             g->name);
   DF_TRY(build_queues(s, first_exit));
-  return df_plan_attach_handlers(p);
+  DF_TRY(df_plan_attach_handlers(p));
+  /* implementations by capability region (df/impl.h): the same rules for
+     compile-time plans and run-time re-plans */
+  if (o->defer_select || !df_program_has_impls(g))
+    return df_status_ok();
+  return df_plan_select_impls(p, g, o->select);
 }
 
 df_status df_schedule(const df_program *prog, const df_schedule_options *o, df_plan **out) {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "df/impl.h"
 #include "llvm-c/Core.h"
 #include "llvm-c/Linker.h"
 #include "llvm-c/Target.h"
@@ -17,14 +18,23 @@
 
 extern char **environ;
 
-/* MLIR-body handlers lowered for the host, with the accessors they call. */
-static df_status link_mlir_bodies(LLVMContextRef ctx, LLVMModuleRef m,
+/* Does some handler run a built-in library implementation? */
+static bool uses_library(const df_packed *k) {
+  for (uint32_t i = 0; i < k->handler_count; i++)
+    if (k->handlers[i].impl[0] && df_library_of_symbol(k->handlers[i].impl))
+      return true;
+  return false;
+}
+
+/* MLIR-body handlers lowered for the host, and the accessors and built-in
+   library they (or the handler table) call. */
+static df_status link_mlir_bodies(LLVMContextRef ctx, LLVMModuleRef m, const df_packed *k,
                                   const df_host_handler_options *o) {
   LLVMModuleRef h;
   DF_TRY(df_mlir_handlers_to_llvm(o->handler_module, o->program, ctx, true, &h));
-  if (!h)
+  if (!h && !uses_library(k))
     return df_status_ok();
-  if (LLVMLinkModules2(m, h))
+  if (h && LLVMLinkModules2(m, h))
     return df_status_errorf(DF_EINVAL, "linking the MLIR handlers failed (a function defined "
                                        "both in the module and in --df-link bitcode?)");
   if (!o->accessors_bc || !o->accessors_bc_size)
@@ -42,7 +52,7 @@ static df_status link_mlir_bodies(LLVMContextRef ctx, LLVMModuleRef m,
 
 /* One exported thunk per handler id: the backend resolves the packed
    symbol first, so the object serves exactly this plan's table. */
-static df_status add_thunks(LLVMModuleRef m, const df_packed *k) {
+static df_status add_thunks(LLVMModuleRef m, const df_packed *k, const df_program *prog) {
   LLVMContextRef ctx = LLVMGetModuleContext(m);
   LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0);
   LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), &ptr, 1, 0);
@@ -51,7 +61,7 @@ static df_status add_thunks(LLVMModuleRef m, const df_packed *k) {
   for (uint32_t i = 0; i < k->handler_count && st.code == DF_OK; i++) {
     const df_handler *h = &k->handlers[i];
     LLVMValueRef impl;
-    st = df_resolve_handler(m, h, &impl);
+    st = df_resolve_handler(m, h, prog, &impl);
     if (st.code != DF_OK)
       break;
     if (LLVMGetNamedFunction(m, h->symbol)) {
@@ -134,9 +144,9 @@ df_status df_emit_host_handlers(const df_packed *k, const df_host_handler_option
                            LLVMGetTarget(m), triple_hint);
   }
   if (s.code == DF_OK && o->handler_module.ptr)
-    s = link_mlir_bodies(ctx, m, o);
+    s = link_mlir_bodies(ctx, m, k, o);
   if (s.code == DF_OK)
-    s = add_thunks(m, k);
+    s = add_thunks(m, k, o->program);
   char obj[4096];
   snprintf(obj, sizeof obj, "%s.o", o->output);
   if (s.code == DF_OK)

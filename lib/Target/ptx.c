@@ -229,7 +229,7 @@ df_status df_emit_kernel(const df_packed *k, const df_ptx_options *o,
   if (s.code == DF_OK)
     s = df_define_plan_constants(m, k, features, ko->block_size);
   if (s.code == DF_OK)
-    s = df_build_dispatch(m, k);
+    s = df_build_dispatch(m, k, ko ? ko->program : NULL);
   if (s.code == DF_OK) {
     internalize(m);
     s = emit(m, sm, ptx, len);

@@ -16,9 +16,13 @@ LLVMContextRef df_llvm_context_create(df_diag_sink *sink);
 /* Append the recorded LLVM message (if any) to a failed status. */
 void df_diag_sink_append(const df_diag_sink *sink, df_status *s);
 
-/* The function implementing handler `h` in `m` (the variant's specialised
-   symbol, else the operator name), with its signature checked. */
-df_status df_resolve_handler(LLVMModuleRef m, const df_handler *h, LLVMValueRef *out);
+/* The function implementing handler `h` in `m` (the chosen implementation;
+   else the variant's specialised symbol, else the operator name), with its
+   signature checked. A built-in library implementation gets a generated
+   wrapper passing its descriptor, computed from `prog` (may be NULL when
+   no handler uses the library). */
+df_status df_resolve_handler(LLVMModuleRef m, const df_handler *h, const df_program *prog,
+                             LLVMValueRef *out);
 LLVMValueRef df_find_handler(LLVMModuleRef m, const df_handler *h, char *tried, size_t cap);
 
 /* Parse bitcode from `buf` (consumed), refusing what is not bitcode. */
@@ -30,7 +34,7 @@ df_status df_link_bitcode_file(LLVMContextRef ctx, LLVMModuleRef dest, const cha
                                const char *triple_prefix, const char *hint);
 
 /* Define df_dispatch in `m` for the plan's handler table. */
-df_status df_build_dispatch(LLVMModuleRef m, const df_packed *k);
+df_status df_build_dispatch(LLVMModuleRef m, const df_packed *k, const df_program *prog);
 
 /* Define the plan constants the device runtime reads: df_plan_features
    (kept visible in the image) and df_embedded_plan (the records as

@@ -84,7 +84,7 @@ class df_instr(Structure):
                 ("range_begin", u32), ("range_end", u32), ("input_offset", u32),
                 ("input_count", u32), ("output_slot", u32), ("stage", c_int32),
                 ("has_identity", c_bool), ("identity", df_identity), ("has_variant", c_bool),
-                ("variant", df_variant)]
+                ("variant", df_variant), ("impl", u32)]
 
 
 class df_slot(Structure):
@@ -124,7 +124,8 @@ class df_plan(Structure):
                 ("comms", POINTER(df_comm)), ("input_count", u32), ("input_cap", u32),
                 ("inputs", POINTER(u32)), ("queue_offsets", POINTER(u32)),
                 ("queue_lengths", POINTER(u32)), ("queue_id_count", u32),
-                ("queue_id_cap", u32), ("queue_ids", POINTER(u32))]
+                ("queue_id_cap", u32), ("queue_ids", POINTER(u32)), ("impl_count", u32),
+                ("impl_names", c_void_p)]
 
 
 class df_range_lengths(Structure):
@@ -138,7 +139,8 @@ class df_schedule_options(Structure):
                 ("extents", u32 * MAX_AXES), ("policy", enum), ("strategy", enum),
                 ("include_exit", c_bool), ("force_hbm_comms", c_bool), ("partial_only", c_bool),
                 ("buckets", df_iter_buckets), ("bucket_size", u32),
-                ("exact_lengths", df_exact_lengths)]
+                ("exact_lengths", df_exact_lengths), ("select", c_void_p),
+                ("defer_select", c_bool)]
 
 
 class df_barrier_alloc(Structure):
@@ -155,7 +157,8 @@ class df_layout_options(Structure):
 class df_handler(Structure):
     _fields_ = [("id", u32), ("name", _chars(NAME_MAX)), ("kind", enum),
                 ("has_identity", c_bool), ("identity", df_identity), ("has_variant", c_bool),
-                ("variant", df_variant), ("primary", c_bool), ("symbol", _chars(2 * NAME_MAX))]
+                ("variant", df_variant), ("primary", c_bool), ("symbol", _chars(2 * NAME_MAX)),
+                ("impl", _chars(NAME_MAX))]
 
 
 class df_named_index(Structure):

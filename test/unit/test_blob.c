@@ -566,7 +566,7 @@ static void record_indices_are_checked(void **state) {
       {DF_BLOB_SEC_HANDLERS, H, 1, 2, 0, "handler 1: identity fields set but has_identity is 0"},
       {DF_BLOB_SEC_HANDLERS, H, 1, 5, 0, "handler 1: variant fields set but has_variant is 0"},
       {DF_BLOB_SEC_HANDLERS, H, 2, 14, 0, "primary_handler_count 3 but 2 handlers"},
-      {DF_BLOB_SEC_HANDLERS, H, 2, 15, 1, "handler 2: reserved word 1 is not 0"},
+      {DF_BLOB_SEC_HANDLERS, H, 2, 15, 0x7fffffff, "handler 2: implementation: string offset 2147483646 out of range"},
       {DF_BLOB_SEC_OPERATORS, NM, 1, 1, 3, "operator 1 ('combine'): index 3 out of range (3 handlers)"},
       {DF_BLOB_SEC_OPERATORS, NM, 1, 2, 5, "operator 1 ('combine'): kind 5 out of range"},
       {DF_BLOB_SEC_TYPES, NM, 0, 1, 1, "type 0 ('AttnInter'): index 1 out of range (1 types)"},

@@ -7,7 +7,8 @@
 #include "internal.h"
 
 static bool same_handler(const df_handler *a, const df_handler *b) {
-  if (a->has_identity != b->has_identity || a->has_variant != b->has_variant)
+  if (a->has_identity != b->has_identity || a->has_variant != b->has_variant ||
+      strcmp(a->impl, b->impl) != 0) /* a chosen implementation is part of the handler */
     return false;
   if (a->has_variant)
     return df_variant_equal(&a->variant, &b->variant);
@@ -33,6 +34,9 @@ static void describe(const df_handler *h, char *buf, size_t cap) {
   } else {
     snprintf(buf, cap, "%s (%s)", h->name, df_op_kind_name(h->kind));
   }
+  size_t n = strlen(buf);
+  if (h->impl[0] && n < cap)
+    snprintf(buf + n, cap - n, " implementation %s", h->impl);
 }
 
 df_status dfrt_map_handlers(const df_rt_executable *e, const df_packed *k, uint32_t *map) {

@@ -1,31 +1,7 @@
-/* A deep copy of a program through its builders (lib/Plan has none). */
+/* A deep copy of a program for a run-time plan (df_program_clone). */
 #include "internal.h"
 
-static df_status copy_into(const df_program *p, df_program *q) {
-  for (uint32_t i = 0; i < p->axis_count; i++)
-    DF_TRY(df_program_add_axis(q, p->axes[i]));
-  for (uint32_t i = 0; i < p->range_count; i++)
-    DF_TRY(df_program_add_range(q, p->ranges[i].axis, p->ranges[i].source));
-  for (uint32_t i = 0; i < p->type_count; i++)
-    DF_TRY(df_program_add_type(q, p->types[i].name, p->types[i].field_count,
-                               p->types[i].fields, NULL));
-  for (uint32_t i = 0; i < p->op_count; i++)
-    DF_TRY(df_program_add_operator(q, p->ops[i].name, p->ops[i].kind, p->ops[i].param_count,
-                                   p->ops[i].params, p->ops[i].result_type, NULL));
-  for (uint32_t i = 0; i < p->stage_count; i++)
-    DF_TRY(df_program_add_stage(q, &p->stages[i], NULL));
-  return df_status_ok();
-}
-
 df_status dfrt_program_clone(const df_program *p, const df_allocator *a, df_program **out) {
-  *out = NULL;
-  df_program *q;
-  DF_TRY(df_program_create(a, p->name, &q));
-  df_status s = copy_into(p, q);
-  if (s.code != DF_OK) {
-    df_program_destroy(q);
-    return df_status_wrap(s, "plan: copying the program");
-  }
-  *out = q;
-  return s;
+  df_status s = df_program_clone(p, a, out);
+  return s.code == DF_OK ? s : df_status_wrap(s, "plan: copying the program");
 }
