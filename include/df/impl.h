@@ -146,6 +146,8 @@ df_status df_program_set_library(df_program *p, const char *op, const char *libr
 /* True when some operator has a declared implementation or a built-in
    library handler (df_schedule then selects implementations). */
 bool df_program_has_impls(const df_program *p);
+/* The same for one operator. */
+bool df_operator_has_impls(const df_program *p, const char *op);
 
 /* ---- plans ---------------------------------------------------------------- */
 

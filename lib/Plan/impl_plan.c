@@ -56,6 +56,18 @@ bool df_program_has_impls(const df_program *p) {
   return false;
 }
 
+bool df_operator_has_impls(const df_program *p, const char *op) {
+  int32_t i = df_program_find_operator(p, op);
+  if (i < 0)
+    return false;
+  if (p->ops[i].library[0])
+    return true;
+  for (uint32_t k = 0; k < p->impl_count; k++)
+    if (strcmp(p->impls[k].op, op) == 0)
+      return true;
+  return false;
+}
+
 df_status df_program_impls(const df_program *p, const df_select_options *o,
                            const df_allocator *alloc, df_impl **out, uint32_t *count) {
   *out = NULL;

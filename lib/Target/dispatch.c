@@ -77,6 +77,12 @@ df_status df_resolve_handler(LLVMModuleRef m, const df_handler *h, const df_prog
   const char *library = h->impl[0] ? df_library_of_symbol(h->impl) : NULL;
   if (library)
     return library_wrapper(m, h, library, prog, out);
+  if (!h->impl[0] && prog && df_operator_has_impls(prog, h->name))
+    return df_status_errorf(DF_EINVAL,
+                            "handler %u ('%s', %s) has no chosen implementation, but the "
+                            "program declares implementations of '%s': run df-select-variants "
+                            "to choose one",
+                            h->id, h->name, df_op_kind_name(h->kind), h->name);
   char tried[4 * DF_NAME_MAX + 64];
   LLVMValueRef fn = df_find_handler(m, h, tried, sizeof tried);
   if (!fn && h->impl[0])
@@ -84,12 +90,6 @@ df_status df_resolve_handler(LLVMModuleRef m, const df_handler *h, const df_prog
                             "handler %u ('%s', %s) runs implementation '%s', which is not "
                             "defined in the module or the linked bitcode",
                             h->id, h->name, df_op_kind_name(h->kind), h->impl);
-  if (!fn && prog && df_program_has_impls(prog))
-    return df_status_errorf(DF_EINVAL,
-                            "handler %u ('%s', %s) has no implementation in the linked "
-                            "bitcode (looked for %s); the program declares implementations "
-                            "or built-in handlers: run df-select-variants to choose them",
-                            h->id, h->name, df_op_kind_name(h->kind), tried);
   if (!fn)
     return df_status_errorf(DF_EINVAL,
                             "handler %u ('%s', %s) has no implementation in the linked "
