@@ -66,6 +66,18 @@ df_status df_program_to_mlir(const df_program *p, MlirContext ctx,
    (as df-opt prints); *text is malloc'ed and NUL-terminated. */
 df_status df_program_to_mlir_text(const df_program *p, char **text);
 
+/* Merge one handler's MLIR body, given as text apart from the program,
+   into `module` (df_program_to_mlir's): the text (a module, or func.func
+   ops) defines `func.func @<op_name>(%ctx: !llvm.ptr)` with a body and any
+   functions it calls. The body replaces the handler's declaration; its
+   df.signature / df.kind / df.params, when given, must equal the
+   declaration's type / df.kind / df.params (else they are taken from it).
+   Helpers the module already has with the same definition are kept once.
+   Parse errors come back in the status (with `source_name` locations),
+   not on stderr. On error the module is unchanged. */
+df_status df_module_add_handler_body(MlirOperation module, const char *op_name,
+                                     const char *text, size_t len, const char *source_name);
+
 #ifdef __cplusplus
 }
 #endif
