@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
 
@@ -18,6 +19,18 @@ extern "C" {
 /* A context with func, every upstream dialect and the df dialect (the
    embedded IRDL) loaded. Destroy with mlirContextDestroy. */
 df_status df_context_create(MlirContext *out);
+
+/* Error diagnostics of a context collected as text ("file:line:col:
+   message", "; "-separated, truncated to fit) instead of printed, between
+   begin and end (callers that hand the message on, e.g. to Python). */
+typedef struct df_diag_capture {
+  char text[400];
+  size_t len;
+  MlirContext ctx;
+  MlirDiagnosticHandlerID id;
+} df_diag_capture;
+void df_diag_capture_begin(MlirContext ctx, df_diag_capture *c);
+void df_diag_capture_end(df_diag_capture *c);
 
 /* Parse `len` bytes of MLIR text (or bytecode) named `source_name` into a
    builtin.module. Parse errors are reported through the context's

@@ -9,44 +9,8 @@
 
 #include "df/compiler.h"
 #include "mlir-c/BuiltinTypes.h"
-#include "mlir-c/Diagnostics.h"
 #include "mlir-c/Dialect/LLVM.h"
 #include "mlir_util.h"
-
-enum { TEXT_CAP = 400 };
-
-/* Diagnostics of the parse, kept for the status instead of stderr. */
-typedef struct captured {
-  char text[TEXT_CAP];
-  size_t len;
-} captured;
-
-static void append_ref(MlirStringRef s, void *user) {
-  captured *c = user;
-  size_t room = sizeof c->text - 1 - c->len;
-  size_t n = s.length < room ? s.length : room;
-  memcpy(c->text + c->len, s.data, n);
-  c->len += n;
-  c->text[c->len] = '\0';
-}
-
-static void append_str(captured *c, const char *s) { append_ref(mlirStringRefCreateFromCString(s), c); }
-
-static MlirLogicalResult capture_diagnostic(MlirDiagnostic d, void *user) {
-  captured *c = user;
-  if (c->len)
-    append_str(c, "; ");
-  MlirLocation loc = mlirDiagnosticGetLocation(d);
-  if (mlirLocationIsAFileLineColRange(loc)) {
-    char pos[48];
-    append_ref(mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc)), c);
-    snprintf(pos, sizeof pos, ":%d:%d: ", mlirLocationFileLineColRangeGetStartLine(loc),
-             mlirLocationFileLineColRangeGetStartColumn(loc));
-    append_str(c, pos);
-  }
-  mlirDiagnosticPrint(d, append_ref, c);
-  return mlirLogicalResultSuccess();
-}
 
 static MlirBlock body_of(MlirOperation module) {
   return mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
@@ -227,14 +191,11 @@ static void merge(MlirOperation module, MlirOperation parsed, MlirOperation decl
 }
 
 static MlirOperation parse_captured(MlirContext ctx, MlirStringRef text, const char *source_name,
-                                    captured *diag) {
-  diag->len = 0;
-  diag->text[0] = '\0';
-  MlirDiagnosticHandlerID id = mlirContextAttachDiagnosticHandler(ctx, capture_diagnostic, diag,
-                                                                  NULL);
+                                    df_diag_capture *diag) {
+  df_diag_capture_begin(ctx, diag);
   MlirOperation op = mlirOperationCreateParse(ctx, text,
                                               mlirStringRefCreateFromCString(source_name));
-  mlirContextDetachDiagnosticHandler(ctx, id);
+  df_diag_capture_end(diag);
   return op;
 }
 
@@ -243,7 +204,7 @@ static MlirOperation parse_captured(MlirContext ctx, MlirStringRef text, const c
    first line, so line numbers stay those of the text). */
 static df_status parse_text(MlirContext ctx, const char *op_name, const char *text, size_t len,
                             const char *source_name, MlirOperation *out) {
-  captured diag;
+  df_diag_capture diag;
   MlirOperation op = parse_captured(ctx, mlirStringRefCreate(text, len), source_name, &diag);
   if (mlirOperationIsNull(op) && strstr(diag.text, "single top-level operation")) {
     static const char open[] = "module {", close[] = "\n}";

@@ -126,6 +126,18 @@ df_status df_shared_handlers_text(const df_shared_handlers *h, char **text) {
   return df_status_ok();
 }
 
+#ifdef DF_HAVE_DEVICE_RUNTIME
+/* A code generation status with the located diagnostics it raised (the
+   status alone drops their locations, which name the operator's text). */
+static df_status located(df_status s, const df_diag_capture *diag) {
+  if (s.code == DF_OK || !diag->text[0])
+    return s;
+  if (strstr(diag->text, s.message))
+    return df_status_errorf(s.code, "%s", diag->text);
+  return df_status_errorf(s.code, "%s: %s", s.message, diag->text);
+}
+#endif
+
 df_status df_shared_handlers_emit_ptx(const df_shared_handlers *h, const df_packed *k,
                                       const char *sm, const char *const *link_files,
                                       unsigned link_count, char **ptx, size_t *len) {
@@ -137,7 +149,11 @@ df_status df_shared_handlers_emit_ptx(const df_shared_handlers *h, const df_pack
   df_ptx_options o = {sm, link_files, link_count, df_device_runtime_bc,
                       (size_t)df_device_runtime_bc_size};
   df_kernel_options ko = {h->module, h->program, true, false, 0};
-  return df_emit_kernel(k, &o, &ko, ptx, len);
+  df_diag_capture diag;
+  df_diag_capture_begin(h->ctx, &diag);
+  df_status s = df_emit_kernel(k, &o, &ko, ptx, len);
+  df_diag_capture_end(&diag);
+  return located(s, &diag);
 #else
   (void)sm;
   (void)link_files;
@@ -154,7 +170,11 @@ df_status df_shared_handlers_emit_host(const df_shared_handlers *h, const df_pac
 #ifdef DF_HAVE_DEVICE_RUNTIME
   df_host_handler_options o = {output, link_files, link_count, cc, h->module, h->program,
                                df_host_ctx_fn_bc, (size_t)df_host_ctx_fn_bc_size};
-  return df_emit_host_handlers(k, &o);
+  df_diag_capture diag;
+  df_diag_capture_begin(h->ctx, &diag);
+  df_status s = df_emit_host_handlers(k, &o);
+  df_diag_capture_end(&diag);
+  return located(s, &diag);
 #else
   (void)output;
   (void)link_files;
