@@ -85,6 +85,12 @@ static df_status check_helper(MlirOperation module, MlirOperation fn, const char
   MlirOperation old = find_func(module, name);
   if (mlirOperationIsNull(old))
     return df_status_ok();
+  if (!mlirAttributeIsNull(df_op_attr(old, "df.kind")) ||
+      !mlirAttributeIsNull(df_op_attr(old, "df.task_domain")))
+    return df_status_errorf(DF_EINVAL,
+                            "handler '%s': its MLIR text defines @%.*s, the name of a handler "
+                            "or the program; give each handler's body with its own operator",
+                            op_name, (int)name.length, name.data);
   char *a = op_text(old), *b = op_text(fn);
   bool same = a && b && !strcmp(a, b);
   free(a);
@@ -93,8 +99,8 @@ static df_status check_helper(MlirOperation module, MlirOperation fn, const char
     return df_status_ok();
   return df_status_errorf(DF_EINVAL,
                           "handler '%s': its MLIR text defines @%.*s, which the module already "
-                          "has with a different definition (a handler, or a helper of another "
-                          "handler's body)",
+                          "has with a different definition (a helper of another handler's "
+                          "body)",
                           op_name, (int)name.length, name.data);
 }
 
