@@ -72,8 +72,10 @@ static char *op_text(MlirOperation op) {
   return g.data;
 }
 
-/* A function the body text defines that the module already has: the same
-   helper given with two handlers is kept once; anything else clashes. */
+/* A function of the body text other than the handler: a helper (or a
+   declaration of one). One the module already has is kept once when
+   identical (the same helper given with two handlers); anything else
+   clashes. */
 static df_status check_helper(MlirOperation module, MlirOperation fn, const char *op_name) {
   MlirStringRef name = sym_name(fn);
   if (!mlirAttributeIsNull(df_op_attr(fn, "df.kind")) ||
@@ -91,6 +93,8 @@ static df_status check_helper(MlirOperation module, MlirOperation fn, const char
                             "handler '%s': its MLIR text defines @%.*s, the name of a handler "
                             "or the program; give each handler's body with its own operator",
                             op_name, (int)name.length, name.data);
+  if (!has_body(fn))
+    return df_status_ok(); /* a declaration of a function the module has */
   char *a = op_text(old), *b = op_text(fn);
   bool same = a && b && !strcmp(a, b);
   free(a);
@@ -159,10 +163,12 @@ static df_status check_text(MlirOperation module, MlirOperation parsed, MlirOper
                               "handler '%s': its MLIR text holds '%.*s'; only func.func (the "
                               "handler and the functions it calls) may be given",
                               op_name, (int)name.length, name.data);
-    if (mlirStringRefEqual(sym_name(op), want) && has_body(op))
-      *handler = op;
-    else if (has_body(op))
+    if (mlirStringRefEqual(sym_name(op), want)) {
+      if (has_body(op))
+        *handler = op;
+    } else {
       DF_TRY(check_helper(module, op, op_name));
+    }
   }
   if (mlirOperationIsNull(*handler))
     return df_status_errorf(DF_EINVAL, "handler '%s': its MLIR text defines no func.func @%s "

@@ -306,6 +306,11 @@ def test_helpers_shared_alike_clash_when_different():
     art = df.compile(program(combine_body=COMBINE + example("score")), "host",
                      range_lengths=LENGTHS, **SEED)
     assert art.handler_module.text().count('sym_name = "score"') == 1
+    # or declare it only
+    declared = COMBINE + "func.func private @score(memref<?x16xf16>, memref<?x4096x16xf16>, " \
+                         "index, index) -> f32\n"
+    art = df.compile(program(combine_body=declared), "host", range_lengths=LENGTHS, **SEED)
+    assert art.handler_module.text().count('sym_name = "score"') == 1
     other = example("score").replace("%scale = arith.constant 0.25", "%scale = arith.constant 0.5")
     err = compile_error(combine_body=COMBINE + other)
     assert err.operator == "combine"
