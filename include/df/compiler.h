@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
 
@@ -18,6 +19,18 @@ extern "C" {
 /* A context with func, every upstream dialect and the df dialect (the
    embedded IRDL) loaded. Destroy with mlirContextDestroy. */
 df_status df_context_create(MlirContext *out);
+
+/* Error diagnostics of a context collected as text ("file:line:col:
+   message", "; "-separated, truncated to fit) instead of printed, between
+   begin and end (callers that hand the message on, e.g. to Python). */
+typedef struct df_diag_capture {
+  char text[400];
+  size_t len;
+  MlirContext ctx;
+  MlirDiagnosticHandlerID id;
+} df_diag_capture;
+void df_diag_capture_begin(MlirContext ctx, df_diag_capture *c);
+void df_diag_capture_end(df_diag_capture *c);
 
 /* Parse `len` bytes of MLIR text (or bytecode) named `source_name` into a
    builtin.module. Parse errors are reported through the context's
@@ -65,6 +78,18 @@ df_status df_program_to_mlir(const df_program *p, MlirContext ctx,
 /* As df_program_to_mlir in a private context, printed in generic form
    (as df-opt prints); *text is malloc'ed and NUL-terminated. */
 df_status df_program_to_mlir_text(const df_program *p, char **text);
+
+/* Merge one handler's MLIR body, given as text apart from the program,
+   into `module` (df_program_to_mlir's): the text (a module, or func.func
+   ops) defines `func.func @<op_name>(%ctx: !llvm.ptr)` with a body and any
+   functions it calls. The body replaces the handler's declaration; its
+   df.signature / df.kind / df.params, when given, must equal the
+   declaration's type / df.kind / df.params (else they are taken from it).
+   Helpers the module already has with the same definition are kept once.
+   Parse errors come back in the status (with `source_name` locations),
+   not on stderr. On error the module is unchanged. */
+df_status df_module_add_handler_body(MlirOperation module, const char *op_name,
+                                     const char *text, size_t len, const char *source_name);
 
 #ifdef __cplusplus
 }

@@ -37,6 +37,47 @@ static MlirLogicalResult print_diagnostic(MlirDiagnostic d, void *user) {
   return mlirLogicalResultSuccess();
 }
 
+static void capture_ref(MlirStringRef s, void *user) {
+  df_diag_capture *c = user;
+  size_t room = sizeof c->text - 1 - c->len;
+  size_t n = s.length < room ? s.length : room;
+  memcpy(c->text + c->len, s.data, n);
+  c->len += n;
+  c->text[c->len] = '\0';
+}
+
+static void capture_str(df_diag_capture *c, const char *s) {
+  capture_ref(mlirStringRefCreateFromCString(s), c);
+}
+
+/* Located as print_diagnostic writes them; notes are left out. */
+static MlirLogicalResult capture_diagnostic(MlirDiagnostic d, void *user) {
+  df_diag_capture *c = user;
+  if (mlirDiagnosticGetSeverity(d) != MlirDiagnosticError)
+    return mlirLogicalResultSuccess();
+  if (c->len)
+    capture_str(c, "; ");
+  MlirLocation loc = mlirDiagnosticGetLocation(d);
+  if (mlirLocationIsAFileLineColRange(loc)) {
+    char pos[48];
+    capture_ref(mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc)), c);
+    snprintf(pos, sizeof pos, ":%d:%d: ", mlirLocationFileLineColRangeGetStartLine(loc),
+             mlirLocationFileLineColRangeGetStartColumn(loc));
+    capture_str(c, pos);
+  }
+  mlirDiagnosticPrint(d, capture_ref, c);
+  return mlirLogicalResultSuccess();
+}
+
+void df_diag_capture_begin(MlirContext ctx, df_diag_capture *c) {
+  c->text[0] = '\0';
+  c->len = 0;
+  c->ctx = ctx;
+  c->id = mlirContextAttachDiagnosticHandler(ctx, capture_diagnostic, c, NULL);
+}
+
+void df_diag_capture_end(df_diag_capture *c) { mlirContextDetachDiagnosticHandler(c->ctx, c->id); }
+
 df_status df_context_create(MlirContext *out) {
   MlirDialectRegistry registry = mlirDialectRegistryCreate();
   mlirRegisterAllDialects(registry);

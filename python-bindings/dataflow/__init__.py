@@ -53,6 +53,7 @@ from .launcher import cuda_available  # noqa: F401
 from .schedule import schedule  # noqa: F401
 from .tensors import HostTensor  # noqa: F401
 from .toolchain import DataflowCompileError  # noqa: F401
+from .handler_bodies import DataflowHandlerError  # noqa: F401
 from .variants import (  # noqa: F401
     ITER_RANGE_EXACT_LENGTH,
     ITER_RANGE_GENERIC,

@@ -238,7 +238,10 @@ P = c_void_p  # opaque df object pointers (df_program *, df_plan *, df_packed *,
 # Entry points newer than the rest (lib/Shared/host_api.c, compile_api.c): a
 # library built before them still loads; calling them says to rebuild.
 OPTIONAL = {"df_shared_host_run", "df_shared_host_run_info_free",
-            "df_shared_has_device_runtime", "df_shared_emit_ptx"}
+            "df_shared_has_device_runtime", "df_shared_emit_ptx", "df_shared_handlers_create",
+            "df_shared_handlers_add_mlir", "df_shared_handlers_text",
+            "df_shared_handlers_emit_ptx", "df_shared_handlers_emit_host",
+            "df_shared_handlers_destroy"}
 
 
 def _sig(dll, name, restype, *argtypes):
@@ -351,6 +354,15 @@ def declare_compiler(dll) -> None:
         ("df_shared_has_device_runtime", c_int),
         ("df_shared_emit_ptx", S, P, c_char_p, POINTER(c_char_p), ctypes.c_uint,
          POINTER(c_void_p), POINTER(c_size_t)),
+        # compile_api.h: the program module with MLIR handler bodies merged in
+        ("df_shared_handlers_create", S, P, POINTER(c_void_p)),
+        ("df_shared_handlers_add_mlir", S, P, c_char_p, c_char_p, c_size_t),
+        ("df_shared_handlers_text", S, P, POINTER(c_void_p)),
+        ("df_shared_handlers_emit_ptx", S, P, P, c_char_p, POINTER(c_char_p), ctypes.c_uint,
+         POINTER(c_void_p), POINTER(c_size_t)),
+        ("df_shared_handlers_emit_host", S, P, P, c_char_p, POINTER(c_char_p), ctypes.c_uint,
+         c_char_p),
+        ("df_shared_handlers_destroy", None, P),
     ]
     for name, restype, *argtypes in sigs:
         _sig(dll, name, restype, *argtypes)

@@ -21,7 +21,8 @@ from .packing import PackedInstructionPlan, pack_instruction_plan
 from .plan import InstructionPlan
 from .schedule import schedule, schedule_options
 from .tensors import bind_tensors
-from .toolchain import DataflowCompileError, device_bitcode, host_library
+from .handler_bodies import HandlerModule
+from .toolchain import DataflowCompileError, device_bitcode, host_bitcode, host_cc, host_library
 
 __all__ = ["compile", "CompiledArtifact", "LaunchResult", "TARGETS"]
 
@@ -55,18 +56,24 @@ def _lengths_key(range_lengths: Mapping) -> tuple:
     return tuple(sorted(key))
 
 
+def _mlir_bodies(program: DataflowProgram) -> list:
+    """(operator name, MLIR text) of the operators declared with ``mlir=``."""
+    return [(op.name, op.body.value) for op in program.operators()
+            if op.body is not None and op.body.kind == "mlir"]
+
+
 def _handler_files(program: DataflowProgram, handlers) -> tuple[list, list, list]:
     """(C sources, bitcode files, host shared objects) from ``handlers`` or,
-    when None, from the operators' declared bodies."""
+    when None, from the operators' declared file bodies (``source=``)."""
     if handlers is None:
         handlers = []
         for op in program.operators():
-            if op.body is None:
+            if op.body is None or op.body.kind == "mlir":
                 continue
             if op.body.kind not in ("source", "bitcode"):
                 raise DataflowCompileError(
                     f"handler '{op.name}' is given as {op.body.kind}; df.compile links C "
-                    f"sources and bitcode (pass handlers=[...])", "unsupported")
+                    f"sources, bitcode and MLIR text (pass handlers=[...])", "unsupported")
             handlers.append(op.body.value)
     elif isinstance(handlers, (str, Path)):
         handlers = [handlers]
@@ -110,7 +117,10 @@ def compile(program: DataflowProgram, target: str = "sm_90a", *, handlers=None,
     "host" for the host backend only). ``handlers``: C sources (compiled
     with clang-22 for nvptx64 and with the host C compiler), nvptx64 bitcode
     (.bc/.ll) and host shared objects (.so); default: the sources the
-    operators were declared with (``source=``). ``ptx`` (text, or a .ptx
+    operators were declared with (``source=``). Bodies declared as MLIR
+    text (``mlir=``) are always compiled: merged into the program's module
+    (a bad body raises DataflowHandlerError naming the operator) and
+    lowered with the rest. ``ptx`` (text, or a .ptx
     path) uses a kernel built elsewhere for this plan (``df-translate
     --df-to-ptx``) instead of compiling the handlers for the GPU. Build
     products go to ``work_dir`` (default: a temporary folder removed with the
@@ -120,6 +130,8 @@ def compile(program: DataflowProgram, target: str = "sm_90a", *, handlers=None,
     if target not in TARGETS:
         raise DataflowValueError(f"df.compile: target must be one of {TARGETS}, got {target!r}")
     sources, bitcode, shared = _handler_files(program, handlers)
+    bodies = _mlir_bodies(program)
+    module = HandlerModule(program, bodies) if bodies else None
     kwargs = dict(schedule_kwargs, topology=topology, block_size=block_size)
     plan = schedule(program, range_lengths=dict(range_lengths), **kwargs)
     packed = pack_instruction_plan(plan)
@@ -128,17 +140,18 @@ def compile(program: DataflowProgram, target: str = "sm_90a", *, handlers=None,
     if ptx is not None and Path(str(ptx)).suffix == ".ptx" and "\n" not in str(ptx):
         ptx = Path(ptx).read_text()
     return CompiledArtifact(program, target, plan, packed, sources, bitcode, shared, kwargs,
-                            dict(range_lengths), work_dir, ptx)
+                            dict(range_lengths), work_dir, ptx, module)
 
 
 class CompiledArtifact:
     """A compiled program: ``ptx`` (None for target "host"), ``plan`` /
     ``packed`` / ``blob`` for the current range lengths, ``bitcode`` (the
-    handler bitcode linked into the PTX) and ``host_library`` (built on
+    handler bitcode linked into the PTX), ``handler_module`` (the program
+    module with the MLIR bodies, or None) and ``host_library`` (built on
     first use). ``launch`` runs it."""
 
     def __init__(self, program, target, plan, packed, sources, bitcode, shared, kwargs,
-                 range_lengths, work_dir, ptx=None):
+                 range_lengths, work_dir, ptx=None, handler_module=None):
         self.program = program
         self.target = target
         self.sources = tuple(sources)
@@ -155,6 +168,10 @@ class CompiledArtifact:
         self._plans = {self._base_key: (plan, packed)}
         self._base_blob = packed.to_blob()
         self._host_library = Path(shared[0]) if shared else None
+        self.handler_module = handler_module
+        self._given_bitcode = tuple(bitcode)
+        self._host_bitcode = None  # C sources built for the host, with MLIR bodies
+        self._host_libraries: dict = {}  # lengths key -> handler object, with MLIR bodies
         self._sessions: dict = {}
         self.ptx = ptx
         self.bitcode = tuple(bitcode)
@@ -162,7 +179,12 @@ class CompiledArtifact:
         if target != "host" and ptx is None:
             built = [device_bitcode(src, target, self.work_dir) for src in sources]
             self.bitcode = tuple(built) + self.bitcode
-            self.ptx = emit_ptx(packed, target, list(self.bitcode))
+            self.ptx = self._emit(packed)
+
+    def _emit(self, packed) -> str:
+        if self.handler_module is not None:
+            return self.handler_module.emit_ptx(packed, self.target, list(self.bitcode))
+        return emit_ptx(packed, self.target, list(self.bitcode))
 
     # -- plans ----------------------------------------------------------------------------
 
@@ -214,13 +236,38 @@ class CompiledArtifact:
 
     @property
     def host_library(self) -> Path:
-        """The handlers as a host shared object (compiled on first use)."""
+        """The handlers as a host shared object (compiled on first use). With
+        MLIR bodies it is built for the current plan (df_emit_host_handlers
+        exports the plan's handler symbols), one per range lengths."""
+        if self.handler_module is not None:
+            return self._host_library_with_bodies()
         if self._host_library is None:
             if not self.sources:
                 raise DataflowCompileError("the host backend needs the handlers as C sources "
                                            "or a host shared object (.so)", "unsupported")
             self._host_library = host_library(list(self.sources), self.work_dir)
         return self._host_library
+
+    def _host_library_with_bodies(self) -> Path:
+        path = self._host_libraries.get(self._key)
+        if path is not None:
+            return path
+        if self._host_library is not None:
+            raise DataflowCompileError(
+                f"the host backend cannot combine the MLIR handler bodies with the host shared "
+                f"object '{self._host_library}'; give the other handlers as C sources",
+                "unsupported")
+        if self._given_bitcode:
+            raise DataflowCompileError(
+                f"the host backend cannot use the nvptx64 bitcode "
+                f"{', '.join(str(b) for b in self._given_bitcode)} next to MLIR bodies; give "
+                f"those handlers as C sources", "unsupported")
+        if self._host_bitcode is None:
+            self._host_bitcode = [host_bitcode(src, self.work_dir) for src in self.sources]
+        path = self.work_dir / f"handlers_host_{len(self._host_libraries)}.so"
+        self.handler_module.emit_host(self.packed, path, self._host_bitcode, host_cc()[0])
+        self._host_libraries[self._key] = path
+        return path
 
     def write(self, folder) -> dict:
         """Write ``kernel.ptx`` (when compiled) and ``plan.dfplan`` (the
@@ -264,12 +311,12 @@ class CompiledArtifact:
             built = [device_bitcode(src, self.target, self.work_dir) for src in self.sources]
             self.bitcode = tuple(built) + self.bitcode
             self._device_bitcode_built = True
-        if not self.bitcode:
+        if not self.bitcode and self.handler_module is None:
             raise DataflowCompileError(
                 f"range lengths {self.range_lengths} need handler variants the given PTX "
                 f"lacks, and there are no handler sources or bitcode to compile them from",
                 "unsupported")
-        return emit_ptx(self.packed, self.target, list(self.bitcode))
+        return self._emit(self.packed)
 
     def _schedule_options(self):
         return schedule_options(range_lengths=self._lengths[self._key], **self.schedule_options)

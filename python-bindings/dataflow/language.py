@@ -250,6 +250,8 @@ def _body(mlir, source, library) -> HandlerBody | None:
     if not given:
         return None
     kind, value = given[0]
+    if kind == "mlir" and not isinstance(value, str):
+        raise TypeError(f"mlir= takes MLIR text (a str), got {type(value).__name__}")
     if not isinstance(value, str):
         value = str(value)  # a path-like source
     if kind == "source" and value.endswith((".bc", ".ll")):

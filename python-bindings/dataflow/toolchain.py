@@ -17,12 +17,14 @@ from pathlib import Path
 from ._lib import DataflowError
 
 __all__ = ["DataflowCompileError", "find_clang", "host_cc", "include_dir", "device_bitcode",
-           "host_library", "DEVICE_FLAGS"]
+           "host_bitcode", "host_library", "DEVICE_FLAGS"]
 
 # As lib/Runtime/device/CMakeLists.txt compiles the device runtime.
 DEVICE_FLAGS = ("--target=nvptx64-nvidia-cuda", "-nogpulib", "-nostdlibinc",
                 "-fconvergent-functions", "-O2", "-std=gnu17")
 HOST_FLAGS = ("-shared", "-fPIC", "-O2", "-std=gnu17")
+# C handlers linked with MLIR bodies into one host object (df_emit_host_handlers).
+HOST_BITCODE_FLAGS = ("-fPIC", "-O2", "-std=gnu17")
 
 
 class DataflowCompileError(DataflowError, RuntimeError):
@@ -76,6 +78,20 @@ def device_bitcode(source: Path, sm: str, out_dir: Path) -> Path:
     out = out_dir / f"{source.stem}.{sm}.bc"
     _run([clang, *DEVICE_FLAGS, f"-march={sm}", f"-I{include_dir()}", "-emit-llvm", "-c",
           str(source), "-o", str(out)], f"compiling {source} for {sm}")
+    return out
+
+
+def host_bitcode(source: Path, out_dir: Path) -> Path:
+    """Compile a C handler source to LLVM bitcode for the host (clang-22),
+    to be linked with MLIR handler bodies into the host handler object."""
+    clang = find_clang()
+    if clang is None:
+        raise DataflowCompileError(f"df.compile: C handler source '{source}' next to MLIR "
+                                   f"bodies needs clang-22 for the host backend (not found; "
+                                   f"set DF_CLANG)", "unsupported")
+    out = out_dir / f"{Path(source).stem}.host.bc"
+    _run([clang, *HOST_BITCODE_FLAGS, f"-I{include_dir()}", "-emit-llvm", "-c", str(source),
+          "-o", str(out)], f"compiling {source} for the host")
     return out
 
 

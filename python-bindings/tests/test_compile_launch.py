@@ -120,7 +120,9 @@ def test_handler_sources_come_from_operator_declarations(data):
     assert data.max_error([128, 200]) < 1e-3
 
 
-def test_mlir_bodies_are_not_linked():
+def test_library_bodies_are_not_linked_and_mlir_bodies_are_checked():
+    # MLIR bodies are compiled (test_mlir_bodies.py): this one has no df_ctx
+    # parameter, so df.compile refuses it naming the operator.
     @T.dataflow.iter(range=("a", "b"), mlir="func.func @split_kv() { return }")
     def split_kv(seq: T.int32, head: T.int32, Q, K, V) -> AttnInter: ...
 
@@ -129,7 +131,19 @@ def test_mlir_bodies_are_not_linked():
     program = (T.dataflow_program(task_domain=("batch", "head"), dynamic_ranges={"kv": "s"})
                .partial(split_kv(Q="Q", K="K", V="V"), task_args=("seq", "head"),
                         range_axis="kv").reduce(combine()).finalize(finalize(Output="O")))
-    with pytest.raises(df.DataflowCompileError, match="given as mlir"):
+    with pytest.raises(df.DataflowHandlerError,
+                       match=r"handler 'split_kv': the MLIR body's type must be "
+                             r"\(!llvm.ptr\) -> \(\)"):
+        df.compile(program, "host", range_lengths=LENGTHS, **SEED)
+
+    # built-in library handlers are not linked yet
+    @T.dataflow.iter(range=("a", "b"), library="attention_split_kv")
+    def split_kv(seq: T.int32, head: T.int32, Q, K, V) -> AttnInter: ...  # noqa: F811
+
+    program = (T.dataflow_program(task_domain=("batch", "head"), dynamic_ranges={"kv": "s"})
+               .partial(split_kv(Q="Q", K="K", V="V"), task_args=("seq", "head"),
+                        range_axis="kv").reduce(combine()).finalize(finalize(Output="O")))
+    with pytest.raises(df.DataflowCompileError, match="given as library"):
         df.compile(program, "host", range_lengths=LENGTHS, **SEED)
 
 
