@@ -79,6 +79,10 @@ df_status df_program_to_mlir(const df_program *p, MlirContext ctx,
    (as df-opt prints); *text is malloc'ed and NUL-terminated. */
 df_status df_program_to_mlir_text(const df_program *p, char **text);
 
+/* `op` printed in generic form, newline-terminated, into a malloc'ed
+   NUL-terminated string (free with free()). */
+df_status df_operation_generic_text(MlirOperation op, char **text);
+
 /* Merge one handler's MLIR body, given as text apart from the program,
    into `module` (df_program_to_mlir's): the text (a module, or func.func
    ops) defines `func.func @<op_name>(%ctx: !llvm.ptr)` with a body and any

@@ -33,43 +33,11 @@ static MlirOperation find_func(MlirOperation module, MlirStringRef name) {
   return (MlirOperation){NULL};
 }
 
-/* The generic text of an operation (NUL-terminated, malloc'ed). */
-typedef struct grow {
-  char *data;
-  size_t len, cap;
-  bool oom;
-} grow;
-
-static void grow_cb(MlirStringRef s, void *user) {
-  grow *g = user;
-  if (g->oom)
-    return;
-  if (g->len + s.length + 1 > g->cap) {
-    size_t cap = (g->len + s.length + 1) * 2;
-    char *p = realloc(g->data, cap);
-    if (!p) {
-      g->oom = true;
-      return;
-    }
-    g->data = p;
-    g->cap = cap;
-  }
-  memcpy(g->data + g->len, s.data, s.length);
-  g->len += s.length;
-  g->data[g->len] = '\0';
-}
-
+/* The generic text of an operation (malloc'ed; NULL when out of memory). */
 static char *op_text(MlirOperation op) {
-  grow g = {NULL, 0, 0, false};
-  MlirOpPrintingFlags f = mlirOpPrintingFlagsCreate();
-  mlirOpPrintingFlagsPrintGenericOpForm(f);
-  mlirOperationPrintWithFlags(op, f, grow_cb, &g);
-  mlirOpPrintingFlagsDestroy(f);
-  if (g.oom) {
-    free(g.data);
-    return NULL;
-  }
-  return g.data;
+  char *text;
+  df_status s = df_operation_generic_text(op, &text);
+  return s.code == DF_OK ? text : NULL;
 }
 
 /* A function of the body text other than the handler: a helper (or a

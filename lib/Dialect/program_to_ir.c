@@ -354,34 +354,6 @@ df_status df_program_to_mlir(const df_program *p, MlirContext ctx, MlirOperation
   return df_status_ok();
 }
 
-/* A growing malloc'ed string for the printer callback. */
-typedef struct text_buf {
-  char *data;
-  size_t len, cap;
-  bool oom;
-} text_buf;
-
-static void append(MlirStringRef s, void *user) {
-  text_buf *b = user;
-  if (b->oom)
-    return;
-  if (b->len + s.length + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (b->len + s.length + 1 > cap)
-      cap *= 2;
-    char *grown = realloc(b->data, cap);
-    if (!grown) {
-      b->oom = true;
-      return;
-    }
-    b->data = grown;
-    b->cap = cap;
-  }
-  memcpy(b->data + b->len, s.data, s.length);
-  b->len += s.length;
-  b->data[b->len] = '\0';
-}
-
 df_status df_program_to_mlir_text(const df_program *p, char **text) {
   if (!text)
     return df_status_errorf(DF_EINVAL, "df_program_to_mlir_text: no output pointer");
@@ -391,19 +363,8 @@ df_status df_program_to_mlir_text(const df_program *p, char **text) {
   MlirOperation module;
   df_status s = df_program_to_mlir(p, ctx, &module);
   if (s.code == DF_OK) {
-    text_buf b = {0};
-    MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
-    mlirOpPrintingFlagsPrintGenericOpForm(flags);
-    mlirOperationPrintWithFlags(module, flags, append, &b);
-    mlirOpPrintingFlagsDestroy(flags);
-    append(ref("\n"), &b);
+    s = df_operation_generic_text(module, text);
     mlirOperationDestroy(module);
-    if (b.oom) {
-      free(b.data);
-      s = df_status_errorf(DF_ENOMEM, "out of memory printing program '%s'", p->name);
-    } else {
-      *text = b.data;
-    }
   }
   mlirContextDestroy(ctx);
   return s;

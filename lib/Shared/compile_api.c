@@ -84,46 +84,12 @@ df_status df_shared_handlers_add_mlir(df_shared_handlers *h, const char *op_name
   return df_module_add_handler_body(h->module, op_name, text, len, source);
 }
 
-typedef struct text_buf {
-  char *data;
-  size_t len, cap;
-  bool oom;
-} text_buf;
-
-static void text_cb(MlirStringRef s, void *user) {
-  text_buf *b = user;
-  if (b->oom)
-    return;
-  if (b->len + s.length + 1 > b->cap) {
-    size_t cap = (b->len + s.length + 1) * 2;
-    char *p = realloc(b->data, cap);
-    if (!p) {
-      b->oom = true;
-      return;
-    }
-    b->data = p;
-    b->cap = cap;
-  }
-  memcpy(b->data + b->len, s.data, s.length);
-  b->len += s.length;
-  b->data[b->len] = '\0';
-}
-
 df_status df_shared_handlers_text(const df_shared_handlers *h, char **text) {
   *text = NULL;
   if (!h)
     return df_status_errorf(DF_EINVAL, "handler bodies: no module");
-  text_buf b = {NULL, 0, 0, false};
-  MlirOpPrintingFlags f = mlirOpPrintingFlagsCreate();
-  mlirOpPrintingFlagsPrintGenericOpForm(f);
-  mlirOperationPrintWithFlags(h->module, f, text_cb, &b);
-  mlirOpPrintingFlagsDestroy(f);
-  if (b.oom || !b.data) {
-    free(b.data);
-    return df_status_errorf(DF_ENOMEM, "handler bodies: out of memory printing the module");
-  }
-  *text = b.data;
-  return df_status_ok();
+  df_status s = df_operation_generic_text(h->module, text);
+  return s.code == DF_OK ? s : df_status_wrap(s, "handler bodies");
 }
 
 #ifdef DF_HAVE_DEVICE_RUNTIME
