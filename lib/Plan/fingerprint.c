@@ -1,6 +1,7 @@
 /* Plan fingerprint (REFERENCE 5.6): SHA-256 of a canonical encoding of
    every scheduling-relevant field of a plan. Operator and stage names are
-   excluded, so renaming operators keeps the fingerprint.
+   excluded, so renaming operators keeps the fingerprint; the names of
+   chosen implementations (df/impl.h) are included.
 
    Encoding (df's own, version 1): a magic string, then sections in a
    fixed order, each opened by a tag. Every u32 is written as LEB128 of
@@ -63,7 +64,7 @@ static void str(enc *e, const char *s) {
 static void instr(enc *e, const df_plan *p, const df_instr *in) {
   reserve(e, 20);
   put(e, (uint32_t)in->op | (uint32_t)in->has_range << 4 | (uint32_t)in->has_identity << 5 |
-             (uint32_t)in->has_variant << 6);
+             (uint32_t)in->has_variant << 6 | (uint32_t)(in->impl != 0) << 7);
   put(e, in->task);
   put(e, in->sm);
   if (in->has_range) {
@@ -85,6 +86,8 @@ static void instr(enc *e, const df_plan *p, const df_instr *in) {
                (uint32_t)v->has_arity << 3 | (v->has_arity ? (uint32_t)v->arity << 4 : 0));
     put(e, v->has_iter ? v->iter_value : 0);
   }
+  if (in->impl)
+    put(e, in->impl);
   put(e, in->input_count);
   const uint32_t *inputs = p->inputs + in->input_offset;
   for (uint32_t k = 0; k < in->input_count; k++)
@@ -169,6 +172,14 @@ df_status df_plan_fingerprint(const df_plan *p, char hex[65]) {
   u32(&e, p->comm_count);
   for (uint32_t i = 0; i < p->comm_count; i++)
     comm(&e, &p->comms[i]);
+  /* Chosen implementations decide the kernel, unlike operator names;
+     plans without them hash as before. */
+  if (p->impl_count) {
+    tag(&e, 'M');
+    u32(&e, p->impl_count);
+    for (uint32_t i = 0; i < p->impl_count; i++)
+      str(&e, p->impl_names[i].name);
+  }
   flush(&e);
   uint8_t digest[32];
   df_sha256_final(&e.sha, digest);

@@ -362,6 +362,18 @@ static void test_plan_selection(void **state) {
   assert_int_equal(plan2->instr_count, plan->instr_count);
   for (uint32_t i = 0; i < plan->instr_count; i++)
     assert_string_equal(chosen(plan2, i), chosen(plan, i));
+  /* the fingerprint covers the choice: the same schedule with other
+     implementations hashes differently */
+  char fp1[65], fp2[65];
+  expect_ok(df_plan_fingerprint(plan, fp1));
+  df_impl general_only = impl("split_kv=split_kv_any:general", R);
+  df_select_options g = {.replacements = &general_only, .replacement_count = 1};
+  df_plan *plan_g;
+  expect_ok(df_plan_clone(plan, &plan_g));
+  expect_ok(df_plan_select_impls(plan_g, p, &g));
+  expect_ok(df_plan_fingerprint(plan_g, fp2));
+  assert_string_not_equal(fp1, fp2);
+  df_plan_destroy(plan_g);
   /* a caller replacement shadows the program's implementations; an sm_80
      target with an sm_90 replacement is refused, naming the operator */
   df_impl rep = impl("split_kv=mine:general,arch=90", R);
