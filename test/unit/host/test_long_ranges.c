@@ -352,6 +352,29 @@ static void bad_tiles(void **state) {
   df_plan_destroy(q);
 }
 
+/* Bad plans: a comm naming a slot outside the plan; epochs that would not
+   fit uint32 once scaled by the segment count. */
+static void segment_bad_plans(void **state) {
+  (void)state;
+  df_plan *p = seed_make_plan();
+  p->comms[0].dst_slot = 999;
+  df_status st = df_plan_segment_transfers(p, 16);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "comm 0 names slot"));
+  assert_non_null(strstr(st.message, "999, outside the plan's 7 slots"));
+  df_plan_destroy(p);
+  p = seed_make_plan();
+  for (uint32_t i = 0; i < p->comm_count; i++)
+    if (df_comm_kind_is_hbm(p->comms[i].kind))
+      p->comms[i].flag_epoch = 0x7FFFFFFFu;
+  uint32_t before = p->comm_count;
+  st = df_plan_segment_transfers(p, 16);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "times 3 segments does not fit uint32"));
+  assert_int_equal(p->comm_count, before); /* untouched on failure */
+  df_plan_destroy(p);
+}
+
 /* HBM epochs: every segment its own, order kept on each flag. */
 static void segmented_hbm_epochs(void **state) {
   (void)state;
@@ -480,6 +503,7 @@ int main(void) {
       cmocka_unit_test(segmented_equals_whole),
       cmocka_unit_test(segment_formula),
       cmocka_unit_test(bad_tiles),
+      cmocka_unit_test(segment_bad_plans),
       cmocka_unit_test(segmented_hbm_epochs),
       cmocka_unit_test(budget_limits),
       cmocka_unit_test(budget_long_range),

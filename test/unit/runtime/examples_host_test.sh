@@ -118,6 +118,9 @@ done
 same "$work/c2_hbm_all_gather_out.npy" "$work/c2_cluster_shared_all_gather_out.npy" "C=2: all_gather over DSMEM = over HBM"
 same "$work/c2_hbm_all_gather_out.npy" "$work/c2_cluster_shared_pull_ring_out.npy" "C=2: ring = hbm_all_gather"
 "$bin/moe_reference" "$work/moe4_ref.npy" 2 16 64 21 22 23 64 || exit 1
+"$bin/moe_reference" "$work/bad.npy" 2 16 64 21 22 23 0 2>"$work/bad.txt"
+[ $? = 2 ] && grep -q "FULL must be in 1..256, got 0" "$work/bad.txt" && echo "ok: moe_reference refuses FULL 0" ||
+  { echo "FAIL: moe_reference FULL 0"; failures=$((failures + 1)); }
 m4="sm-count=4 cluster-size=4 block-size=8 range-lengths=expert_tile:$(rep 32 16);hidden_tile:$(rep 32 16) task-extents=2,16"
 wide='s/tensor<2x4xf16>/tensor<2x8xf16>/g; s/output_arity = 2/output_arity = 4/'
 for p in "hbm_all_gather:" "cluster_shared_all_gather:" "cluster_shared_pull_ring:" \
