@@ -13,6 +13,11 @@
 #   gqa_tiled         GQA decode, 4 SMs / cluster 2, transfers in 256-byte tiles
 #                     (cluster segments and the HBM bulk store/load paths)
 #   gqa_tiled_hbm     the same on cluster size 1: every transfer is tiled HBM
+#   gqa_long          a 128K-token range: 1 sequence x 8 KV heads, kv = 131072, block 128
+#                     (1,024 blocks per task), 132 SMs / cluster 2, reduce-strategy=auto
+#                     under the sm_90 budget (all_at_once would need 8.5 MB of shared
+#                     memory on one CTA; auto takes cluster_local/streaming, 2096 B) and
+#                     1024-byte transfer tiles; K and V are 256 MB each
 # usage: scripts/gpu/make_ring_carry.sh DIR
 # then on the GPU machine: OUT=$OUT bash scripts/gpu/run_gpu_proof.sh DIR
 set -euo pipefail
@@ -29,6 +34,8 @@ clang-22 "${cflags[@]}" -DMOE_FULL=64 -DMOE_SHARDS=4 "$root/examples/seed/moe_ha
   -o "$tmp/moe4.bc"
 clang-22 "${cflags[@]}" -DGQA_LMAX=512 "$root/examples/attention_gqa/attention_gqa_handlers.c" \
   -o "$tmp/gqa512.bc"
+clang-22 "${cflags[@]}" -DGQA_LMAX=131072 "$root/examples/attention_gqa/attention_gqa_handlers.c" \
+  -o "$tmp/gqa128k.bc"
 
 # plan NAME PROGRAM HANDLERS_BC SCHEDULE [LAYOUT]: NAME.ptx and NAME.dfplan
 plan() {
@@ -63,9 +70,14 @@ plan gqa_tiled "$root/examples/attention_gqa/attention_gqa.mlir" "$tmp/gqa512.bc
 plan gqa_tiled_hbm "$root/examples/attention_gqa/attention_gqa.mlir" "$tmp/gqa512.bc" \
   "sm-count=4 cluster-size=1 $gqa" "per-cta-shared=true"
 
+plan gqa_long "$root/examples/attention_gqa/attention_gqa.mlir" "$tmp/gqa128k.bc" \
+  "sm-count=132 cluster-size=2 block-size=128 range-lengths=kv:$(rep 8 131072) task-extents=1,8 reduce-strategy=auto target=sm_90 transfer-tile-bytes=1024" \
+  "target=sm_90"
+
 "$bin/moe_reference" "$dir/moe4_ref.npy" 8 16 64 21 22 23 64
 "$bin/moe_reference" "$dir/moe_ref.npy" 8 16 64 21 22 23
 "$bin/gqa_reference" "$dir/gqa_ref.npy" 512 11 12 13 384 256
+"$bin/gqa_reference" "$dir/gqa_long_ref.npy" 131072 11 12 13 131072
 
 moe4="--block-size 8 --tensor Input=random:float16:16x64:21 --tensor W1=random:float16:8x64x64:22"
 moe4+=" --tensor W2=random:float16:8x64x64:23 --tensor Output=zeros:float32:8x16x64"
@@ -82,4 +94,8 @@ for n in gqa_tiled gqa_tiled_hbm; do
     "--tensor O=zeros:float32:2x32x128 --check O=@DIR@/gqa_ref.npy:0.02:0.002 --repeat-check" \
     >"$dir/$n.args"
 done
+echo "--block-dim 256 --block-size 128 --tensor Q=random:float16:1x32x128:11" \
+  "--tensor K=random:float16:1x131072x8x128:12 --tensor V=random:float16:1x131072x8x128:13" \
+  "--tensor O=zeros:float32:1x32x128 --check O=@DIR@/gqa_long_ref.npy:0.02:0.002 --repeat-check" \
+  >"$dir/gqa_long.args"
 ls -l "$dir"

@@ -96,6 +96,15 @@ run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_tiled.dfplan" 
   --check "O=$work/gqa_ref.npy:0.02:0.002" --save "O=$work/o_tiled.npy"
 same "$work/o_cta.npy" "$work/o_tiled.npy" "tiled GQA ($segs segment records) = untiled GQA"
 
+# GQA cluster_local/streaming on one thread per CTA: the accumulator's
+# lse of every head (not only thread 0's) must be carried between updates.
+"$bin/df-opt" "$src/examples/attention_gqa/attention_gqa.mlir" \
+  --df-schedule="sm-count=4 cluster-size=2 block-size=128 range-lengths=kv:$(rep 8 384),$(rep 8 256) task-extents=2,8 policy=cluster_local reduce-strategy=streaming" \
+  -o "$work/gqa_stream.mlir" &&
+  "$bin/df-translate" --df-to-plan "$work/gqa_stream.mlir" -o "$work/gqa_stream.dfplan" || exit 1
+run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_stream.dfplan" \
+  --check "O=$work/gqa_ref.npy:0.02:0.002"
+
 # MoE transports. moe_plan NAME SO-SHARDS POLICY SCHEDULE-EXTRA [SED]
 moe_plan() {
   sed -e "s/hbm_all_gather/$3/" ${5:+-e "$5"} "$src/examples/seed/moe_reshared.mlir" >"$work/$1.in.mlir"
