@@ -244,18 +244,19 @@ void gqa_combine(const df_ctx *ctx) {
     }
     out->o[h][d] = (_Float16)(acc / sum);
   }
-  /* lse after every o: the output may alias an input whose lse is read. */
-  float lse = 0.0f;
-  uint32_t h = df_ctx_thread(ctx);
-  if (h < G) {
+  /* lse after every o: the output may alias an input whose lse is read.
+     Threads stride over the G heads (a CTA may have fewer than G threads:
+     the host backend runs one by default). */
+  float lse[G];
+  for (uint32_t h = df_ctx_thread(ctx); h < G; h += df_ctx_threads(ctx)) {
     float mx = max_lse(ctx, n, h), sum = 0.0f;
     for (uint32_t i = 0; i < n; i++)
       sum += fexp(((const gqa_inter *)df_ctx_input(ctx, i))->lse[h] - mx);
-    lse = mx + flog(sum);
+    lse[h] = mx + flog(sum);
   }
   df_ctx_barrier(ctx);
-  if (h < G)
-    out->lse[h] = lse;
+  for (uint32_t h = df_ctx_thread(ctx); h < G; h += df_ctx_threads(ctx))
+    out->lse[h] = lse[h];
   df_ctx_barrier(ctx);
 }
 

@@ -9,13 +9,19 @@
    TOKENS are the compile-time MOE_KIN and MOE_TOKENS (defaults 64 and 16;
    TOKENS must be the task domain's second extent: handlers see
    coordinates, not extents).
-   Each map range is split into two equal shards (cluster_size 2, one tile
-   per rank); shard r = range_begin / (range_end - range_begin) computes
-   columns 8r..8r+7:
+   Each map range is split into MOE_SHARDS equal shards (the cluster size,
+   default 2: one tile per rank); shard r = range_begin / (range_end -
+   range_begin) computes columns SHARD*r..SHARD*r+SHARD-1 of the MOE_FULL
+   hidden columns (default 16; SHARD = MOE_FULL / MOE_SHARDS must match the
+   UpShard / HiddenShard element count: the ring example of
+   scripts/gpu/make_ring_carry.sh builds MOE_FULL=64 MOE_SHARDS=4 with
+   f16[2,8] shards):
      map1:     up[c]     = relu(sum_k Input[token][k] * W1[expert][c][k])
-     map2:     hidden[c] = sum_j up[j] * W2[expert][c][j]     (j < 16)
+     map2:     hidden[c] = sum_j up[j] * W2[expert][c][j]     (j < MOE_FULL)
      finalize: Output[expert][token][c] = hidden[c]
-   Thread 0 computes (8 dot products), the CTA waits at a barrier. */
+   Thread 0 computes (SHARD dot products), the CTA waits at a barrier.
+   W1 is [EXPERTS][MOE_FULL][KIN], W2 [EXPERTS][MOE_FULL][MOE_FULL],
+   Output [EXPERTS][TOKENS][MOE_FULL]. */
 #include "df/device.h"
 
 #ifndef MOE_KIN
@@ -24,8 +30,14 @@
 #ifndef MOE_TOKENS
 #define MOE_TOKENS 16
 #endif
-#define SHARD 8
-#define FULL 16
+#ifndef MOE_FULL
+#define MOE_FULL 16
+#endif
+#ifndef MOE_SHARDS
+#define MOE_SHARDS 2
+#endif
+#define FULL MOE_FULL
+#define SHARD (MOE_FULL / MOE_SHARDS)
 
 static inline uint32_t shard_col(const df_ctx *ctx) {
   uint32_t b = df_ctx_range_begin(ctx), e = df_ctx_range_end(ctx);
@@ -55,7 +67,7 @@ void moe_map2(const df_ctx *ctx) {
     const _Float16 *w2 = (const _Float16 *)df_ctx_tensor(ctx, 2) +
                          ((uint64_t)expert * FULL + shard_col(ctx)) * FULL;
     float up[FULL];
-    for (uint32_t p = 0; p < 2 && p < df_ctx_input_count(ctx); p++) {
+    for (uint32_t p = 0; p < MOE_SHARDS && p < df_ctx_input_count(ctx); p++) {
       const _Float16 *part = df_ctx_input(ctx, p);
       for (int i = 0; i < SHARD; i++)
         up[p * SHARD + i] = (float)part[i];

@@ -127,6 +127,8 @@ typedef struct df_host_cta_cost {
   uint32_t instructions; /* dispatched (non-EXIT) instructions */
   uint32_t comms;        /* comm records executed */
   uint64_t comm_bytes;   /* bytes of those comms */
+  uint32_t max_copy_bytes; /* the largest single comm record (one copy, a
+                              segment of a tiled transfer) it executed */
   double busy_cycles;    /* sum over its instructions of F + R * bytes */
   double finish_cycles;  /* finish of its last instruction in the
                             dependency schedule (>= busy_cycles) */

@@ -24,7 +24,7 @@ extern "C" {
 #define DF_FEATURE_RELEASE (1u << 3)       /* kind 5 and the ACK barriers */
 #define DF_FEATURE_GATED (1u << 4)         /* slots with CLUSTER_GATED_PUSH */
 #define DF_FEATURE_HBM (1u << 5)           /* kinds 3, 4, 6, 7: flags, staging copies */
-#define DF_FEATURE_HBM_BULK (1u << 6)      /* segmented receives, kinds 6/7: bulk loads */
+#define DF_FEATURE_HBM_BULK (1u << 6)      /* segmented HBM transfers, kinds 6/7: bulk copies */
 #define DF_FEATURE_DIRECT_GLOBAL (1u << 7) /* slots with HBM_DIRECT_GLOBAL */
 #define DF_FEATURE_SCRATCH (1u << 8)       /* slots with SCRATCH_BACKED */
 #define DF_FEATURES_ALL 0x1FFu
@@ -48,7 +48,7 @@ static inline uint32_t df_plan_features_of(const df_abi_comm *comms, uint32_t co
       f |= DF_FEATURE_HBM;
     else if (k == DF_COMM_HBM_RECV_ISSUE || k == DF_COMM_HBM_RECV_WAIT)
       f |= DF_FEATURE_HBM | DF_FEATURE_HBM_BULK;
-    if (k == DF_COMM_HBM_RECV && comms[i].segment_count > 1)
+    if ((k == DF_COMM_HBM_RECV || k == DF_COMM_HBM_SEND) && comms[i].segment_count > 1)
       f |= DF_FEATURE_HBM_BULK;
   }
   for (uint32_t i = 0; i < slot_count; i++) {

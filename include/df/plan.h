@@ -375,6 +375,10 @@ typedef struct df_schedule_options {
   df_iter_buckets buckets;
   uint32_t bucket_size; /* 0: block_size */
   df_exact_lengths exact_lengths;
+  /* df extension: split every transfer of more than this many bytes into
+     ceil(S / tile) segments per direction (df_plan_segment_transfers);
+     0 = whole-slot transfers (the reference). A multiple of 16. */
+  uint32_t transfer_tile_bytes;
   /* Implementation selection (df/impl.h) for programs that declare
      implementations or use built-in handlers: target architecture and
      caller-supplied replacements; NULL = sm_90a, none. */
@@ -390,6 +394,19 @@ df_schedule_options df_schedule_options_default(void);
 /* Schedule a validated program for concrete range lengths (REFERENCE 2). */
 df_status df_schedule(const df_program *prog, const df_schedule_options *o,
                       df_plan **out);
+
+/* Segments of a transfer of `bytes` with tile `tile`: ceil(bytes / tile),
+   1 when the transfer fits one tile (or tile is 0). */
+uint32_t df_transfer_segment_count(uint32_t bytes, uint32_t tile);
+
+/* Split every unsegmented send/receive record (not releases) moving more
+   than `tile` bytes into ceil(S / tile) records with byte_offset = i*tile,
+   byte_count = min(tile, S - i*tile), segment_id i, segment_count n.
+   HBM epochs are rescaled, e -> (e-1)*m + i + 1 (m = the most segments of
+   any HBM transfer), so each segment has its own epoch and epochs on a
+   shared flag keep their order. tile 0 does nothing; tile must be a
+   multiple of 16. */
+df_status df_plan_segment_transfers(df_plan *p, uint32_t tile);
 
 /* Attach identities and default variants (REFERENCE 2.7); also run on
    hand-edited plans. */
@@ -545,6 +562,63 @@ void df_packed_destroy(df_packed *k);
 /* Build and check the launch package from packed records (REFERENCE 5.5). */
 df_status df_launch_package_build(const df_packed *k, df_launch_package *out);
 void df_launch_package_free(df_launch_package *l, const df_allocator *alloc);
+
+/* ---- shared-memory budget (df extension) -------------------------------- */
+
+/* Dynamic shared memory a CTA may use: 227 KiB on sm_90, 163 KiB on sm_80. */
+#define DF_SHARED_LIMIT_SM90 232448u
+#define DF_SHARED_LIMIT_SM80 166912u
+
+/* Limit of a target name ("sm_90", "sm_90a", "sm_80"). */
+df_status df_target_shared_limit(const char *target, uint32_t *out);
+
+/* What the fullest CTA of a packed plan needs: the control area and the
+   slot arena up to the end of the last slot it produces, receives, sends
+   or reads (scratch-backed and direct-global slots excluded). */
+typedef struct df_shared_need {
+  uint32_t cta;
+  uint32_t control_bytes; /* barriers, ACK barriers, bit-words */
+  uint32_t slot_base;     /* shared_slot_base_offset = align(control, 16) */
+  uint32_t slot_bytes;    /* that CTA's arena, rounded up to 16 */
+  uint32_t total;         /* slot_base + slot_bytes */
+} df_shared_need;
+
+df_status df_shared_need_of(const df_plan *p, const df_packed *k, df_shared_need *out);
+/* Error naming the CTA, its bytes (control + slots) and the limit when
+   the fullest CTA needs more than `limit` (0 = no limit). need may be
+   NULL. */
+df_status df_shared_budget_check(const df_plan *p, const df_packed *k, uint32_t limit,
+                                 df_shared_need *need);
+
+/* `auto` memory choice: candidates in order all_at_once (the requested
+   policy), then streaming and streaming_tree under cluster_local (stage
+   graphs: one candidate); each is scheduled and packed, the first whose
+   fullest CTA fits `limit` is returned. */
+typedef struct df_fit_candidate {
+  df_policy policy;
+  df_reduce_strategy strategy;
+  bool scheduled; /* false: the scheduler or packer refused it (why) */
+  bool fits;
+  df_shared_need need;
+  char why[256];
+} df_fit_candidate;
+
+typedef struct df_fit_result {
+  uint32_t count;
+  df_fit_candidate c[3];
+  int32_t chosen; /* index into c, -1 none */
+} df_fit_result;
+
+/* On success *out is the chosen plan; when none fits, an error listing
+   every candidate's need or refusal (res still filled). */
+df_status df_schedule_fitting(const df_program *g, const df_schedule_options *o,
+                              const df_pack_options *po, uint32_t limit, df_plan **out,
+                              df_fit_result *res);
+/* "reduce-strategy=X policy=Y fits (CTA c needs N bytes)" for the first
+   fitting candidate other than `current`, or a sentence saying none does.
+   snprintf semantics. */
+int df_fit_suggestion(const df_fit_result *r, df_reduce_strategy current, char *buf,
+                      size_t cap);
 
 /* SHA-256 hex of the plan's canonical encoding (operator names
    excluded), REFERENCE 5.6. */

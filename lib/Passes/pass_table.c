@@ -21,9 +21,11 @@ static const df_pass_info table[] = {
     {"df-schedule", "schedule the program onto SMs for concrete range lengths",
      "      sm-count=N cluster-size=N block-size=N range-lengths=axis:l,l[;axis:l]\n"
      "      task-extents=a[,b] policy=round_robin|cluster_local\n"
-     "      reduce-strategy=all_at_once|streaming|streaming_tree include-exit=BOOL\n"
+     "      reduce-strategy=all_at_once|streaming|streaming_tree|auto include-exit=BOOL\n"
      "      force-hbm-comms=BOOL partial-only=BOOL iter-range-buckets=auto|1,2,generic|off\n"
-     "      iter-range-bucket-size=N iter-range-exact-lengths=l,l\n",
+     "      iter-range-bucket-size=N iter-range-exact-lengths=l,l\n"
+     "      transfer-tile-bytes=N (split transfers into segments of at most N bytes)\n"
+     "      target=sm_90|sm_80 shared-memory-limit=BYTES (auto: first strategy that fits)\n",
      df_create_schedule_pass},
     {"df-select-variants", "choose each instruction's implementation by capability region",
      "      arch=sm_80|sm_90|sm_90a replace=OP=SYMBOL[:tiles=N,length=L,arity=A,dtype=T,\n"
@@ -33,7 +35,8 @@ static const df_pass_info table[] = {
      df_create_allocate_barriers_pass},
     {"df-layout-slots", "lay out slots in shared and global memory (records its options)",
      "      hbm-direct-global=BOOL hbm-direct-global-slots=i,j reuse-hbm-flags=BOOL\n"
-     "      per-cta-shared=BOOL (shared offsets per CTA: dynamic shared = largest CTA)\n",
+     "      per-cta-shared=BOOL (shared offsets per CTA: dynamic shared = largest CTA)\n"
+     "      target=sm_90|sm_80 shared-memory-limit=BYTES (refuse a CTA over it; 0 = off)\n",
      df_create_layout_slots_pass},
     {"df-pack", "pack the plan into ABI records held as constants (df.packed)", "",
      df_create_pack_pass},

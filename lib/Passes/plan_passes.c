@@ -15,8 +15,28 @@
 
 /* ---- df-schedule ------------------------------------------------------------ */
 
+/* The shared-memory limit options of df-schedule (auto) and
+   df-layout-slots: target=sm_90|sm_90a|sm_80, shared-memory-limit=BYTES
+   (0 = no check); the later option wins. Default: sm_90. */
+typedef struct limit_opt {
+  uint32_t bytes;
+} limit_opt;
+
+static df_status set_limit_option(limit_opt *l, const char *key, const char *value,
+                                  bool *handled) {
+  *handled = true;
+  if (!strcmp(key, "target"))
+    return df_target_shared_limit(value, &l->bytes);
+  if (!strcmp(key, "shared-memory-limit"))
+    return df_option_u32(key, value, &l->bytes);
+  *handled = false;
+  return df_status_ok();
+}
+
 typedef struct schedule_opts {
   df_schedule_options o;
+  bool auto_strategy;
+  limit_opt limit;
   uint32_t axis_count;
   char axes[DF_MAX_AXES][DF_NAME_MAX];
   uint32_t counts[DF_MAX_AXES];
@@ -60,7 +80,16 @@ static df_status set_schedule_option(void *opts, const char *key, const char *va
   if (!strcmp(key, "task-extents"))
     return df_option_u32_list(key, value, o->extents, DF_MAX_AXES, &o->extent_count);
   if (!strcmp(key, "policy")) return df_policy_parse(value, &o->policy);
-  if (!strcmp(key, "reduce-strategy")) return df_reduce_strategy_parse(value, &o->strategy);
+  if (!strcmp(key, "reduce-strategy")) {
+    s->auto_strategy = !strcmp(value, "auto");
+    return s->auto_strategy ? df_status_ok() : df_reduce_strategy_parse(value, &o->strategy);
+  }
+  if (!strcmp(key, "transfer-tile-bytes"))
+    return df_option_u32(key, value, &o->transfer_tile_bytes);
+  bool handled;
+  df_status ls = set_limit_option(&s->limit, key, value, &handled);
+  if (handled)
+    return ls;
   if (!strcmp(key, "include-exit")) return df_option_bool(key, value, &o->include_exit);
   if (!strcmp(key, "force-hbm-comms")) return df_option_bool(key, value, &o->force_hbm_comms);
   if (!strcmp(key, "partial-only")) return df_option_bool(key, value, &o->partial_only);
@@ -84,12 +113,24 @@ static df_status run_schedule(MlirOperation module, const void *options) {
   df_program *prog;
   DF_TRY(df_program_from_module(module, NULL, NULL, &prog));
   df_plan *plan;
-  df_status st = df_schedule(prog, &s.o, &plan);
+  df_fit_result fit;
+  df_status st = s.auto_strategy
+                     ? df_schedule_fitting(prog, &s.o, NULL, s.limit.bytes, &plan, &fit)
+                     : df_schedule(prog, &s.o, &plan);
   df_program_destroy(prog);
   if (df_failed(&st))
     return df_emit(mlirOperationGetLocation(module), "df-schedule: %s", st.message);
   st = df_plan_to_ir(module, plan);
   df_plan_destroy(plan);
+  if (df_failed(&st) || !s.auto_strategy)
+    return st;
+  /* The choice: df.plan's policy / reduce_strategy are the chosen ones. */
+  MlirOperation plan_op;
+  DF_TRY(df_plan_op(module, &plan_op));
+  MlirContext ctx = mlirOperationGetContext(module);
+  df_set_attr(plan_op, "memory_choice", df_str(ctx, "auto"));
+  df_set_attr(plan_op, "shared_memory_limit", df_i64(ctx, s.limit.bytes));
+  df_set_attr(plan_op, "shared_memory_need", df_i64(ctx, fit.c[fit.chosen].need.total));
   return st;
 }
 
@@ -101,6 +142,7 @@ df_status df_create_schedule_pass(const char *text, MlirPass *out) {
     return df_status_errorf(DF_ENOMEM, "out of memory creating df-schedule");
   s->o = df_schedule_options_default();
   s->o.defer_select = true; /* df-select-variants chooses implementations */
+  s->limit.bytes = DF_SHARED_LIMIT_SM90;
   df_status st = df_parse_pass_options("df-schedule", text, s, set_schedule_option);
   if (!df_failed(&st) && s->axis_count == 0)
     st = df_status_errorf(DF_EINVAL, "df-schedule: option 'range-lengths' is required");
@@ -176,6 +218,7 @@ static df_status run_allocate_barriers(MlirOperation module, const void *options
 }
 
 typedef struct layout_opts {
+  limit_opt limit;
   bool hbm_direct_global, reuse_hbm_flags, per_cta_shared;
   uint32_t direct_count;
   uint32_t direct[MAX_DIRECT_SLOTS];
@@ -188,7 +231,49 @@ static df_status set_layout_option(void *opts, const char *key, const char *valu
   if (!strcmp(key, "per-cta-shared")) return df_option_bool(key, value, &l->per_cta_shared);
   if (!strcmp(key, "hbm-direct-global-slots"))
     return df_option_u32_list(key, value, l->direct, MAX_DIRECT_SLOTS, &l->direct_count);
+  bool handled;
+  df_status ls = set_limit_option(&l->limit, key, value, &handled);
+  if (handled)
+    return ls;
   return df_status_errorf(DF_EINVAL, "unknown option '%s'", key);
+}
+
+/* A strategy that would fit, re-scheduling the module's program with the
+   plan's recorded topology, block size, lengths, extents and policy. */
+static void suggest(MlirOperation module, const df_plan *plan, const layout_opts *l, char *buf,
+                    size_t cap) {
+  snprintf(buf, cap, "no other reduce strategy applies to this plan");
+  if (plan->policy == DF_POLICY_STAGE_GRAPH) {
+    snprintf(buf, cap, "a stage-graph plan has no reduce strategy to change; use smaller "
+                       "intermediates or more SMs per cluster");
+    return;
+  }
+  df_program *prog;
+  df_status st = df_program_from_module(module, NULL, NULL, &prog);
+  if (df_failed(&st))
+    return;
+  df_schedule_options o = df_schedule_options_default();
+  o.topology = plan->topology;
+  o.block_size = plan->block_size;
+  o.range_count = 1;
+  o.ranges[0].axis = plan->range_axis;
+  o.ranges[0].count = plan->task_count;
+  o.ranges[0].lengths = plan->task_lengths;
+  o.extent_count = plan->extent_count;
+  memcpy(o.extents, plan->extents, sizeof o.extents);
+  o.policy = plan->policy;
+  df_pack_options po;
+  memset(&po, 0, sizeof po);
+  po.layout.per_cta_shared = l->per_cta_shared;
+  po.layout.reuse_hbm_flags = l->reuse_hbm_flags;
+  df_plan *fit_plan = NULL;
+  df_fit_result fit;
+  st = df_schedule_fitting(prog, &o, &po, l->limit.bytes, &fit_plan, &fit);
+  if (fit_plan)
+    df_plan_destroy(fit_plan);
+  df_program_destroy(prog);
+  if (st.code == DF_OK || st.code == DF_EINVAL)
+    df_fit_suggestion(&fit, plan->strategy, buf, cap);
 }
 
 static df_status run_layout_slots(MlirOperation module, const void *options) {
@@ -207,9 +292,24 @@ static df_status run_layout_slots(MlirOperation module, const void *options) {
   else
     mlirOperationRemoveAttributeByName(plan_op,
                                        mlirStringRefCreateFromCString("hbm_direct_global_slots"));
+  df_set_attr(plan_op, "shared_memory_limit", df_i64(ctx, l->limit.bytes));
   df_plan *plan;
   df_packed *k;
   DF_TRY(pack_from_ir(module, &plan, &k));
+  df_shared_need need;
+  df_status st = df_shared_budget_check(plan, k, l->limit.bytes, &need);
+  if (!df_failed(&st))
+    set_u(plan_op, "shared_memory_need", need.total);
+  else if (st.code == DF_EINVAL) {
+    char hint[300];
+    suggest(module, plan, l, hint, sizeof hint);
+    st = df_emit(mlirOperationGetLocation(plan_op), "df-layout-slots: %s; %s", st.message, hint);
+  }
+  if (df_failed(&st)) {
+    df_packed_destroy(k);
+    df_plan_destroy(plan);
+    return st;
+  }
   annotate_barriers(module, k);
   uint32_t i = 0;
   FOR_EACH_OP(module, "df.slot", op) {
@@ -288,6 +388,7 @@ df_status df_create_allocate_barriers_pass(const char *text, MlirPass *out) {
 df_status df_create_layout_slots_pass(const char *text, MlirPass *out) {
   layout_opts l;
   memset(&l, 0, sizeof l);
+  l.limit.bytes = DF_SHARED_LIMIT_SM90;
   DF_TRY(df_parse_pass_options("df-layout-slots", text, &l, set_layout_option));
   *out = df_make_pass(&layout_anchor, "df-layout-slots",
                       "annotate slots with shared/global offsets, flags and owners",

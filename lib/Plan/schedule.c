@@ -276,6 +276,11 @@ static df_status check_options(const df_schedule_options *o) {
                               "Dataflow task_extents must contain positive integers, got 0 "
                               "at index %u",
                               i);
+  if (o->transfer_tile_bytes % DF_SLOT_ALIGN)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow transfer_tile_bytes %u must be a multiple of %u (the "
+                            "bulk-copy granule)",
+                            o->transfer_tile_bytes, DF_SLOT_ALIGN);
   if (o->buckets.enabled)
     DF_TRY(check_sorted_list(o->buckets.values, o->buckets.count, "iter_range_buckets"));
   return check_sorted_list(o->exact_lengths.values, o->exact_lengths.count,
@@ -434,6 +439,7 @@ static df_status run(df_sched *s) {
                             "program '%s'",
                             g->name);
   DF_TRY(build_queues(s, first_exit));
+  DF_TRY(df_plan_segment_transfers(p, o->transfer_tile_bytes));
   DF_TRY(df_plan_attach_handlers(p));
   /* implementations by capability region (df/impl.h): the same rules for
      compile-time plans and run-time re-plans */

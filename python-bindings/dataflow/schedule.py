@@ -94,6 +94,7 @@ def schedule_options(
     iter_range_buckets=None,
     iter_range_bucket_size: int | None = None,
     iter_range_exact_lengths=None,
+    transfer_tile_bytes: int = 0,
 ) -> tuple:
     """The df_schedule_options of ``schedule``'s keyword arguments, and the
     ctypes arrays they point into (keep both alive while the options are
@@ -161,4 +162,5 @@ def schedule_options(
     check(lib.df_exact_lengths_parse(
         _option_text(iter_range_exact_lengths, "iter_range_exact_lengths"),
         ctypes.byref(o.exact_lengths)))
+    o.transfer_tile_bytes = _uint(transfer_tile_bytes, "transfer_tile_bytes")
     return o, keep

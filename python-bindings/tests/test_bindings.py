@@ -197,6 +197,21 @@ def test_schedule_errors_carry_c_messages():
         df.GPUTopology(sm_count=True)
 
 
+def test_transfer_tile_bytes_segments_transfers():
+    """ceil(48 / 16) = 3 segment records per direction of every transfer."""
+    plan = df.schedule(make_program().named("attention"),
+                       topology=df.GPUTopology(sm_count=4, cluster_size=2),
+                       range_lengths={"kv": [384, 256]}, block_size=128, task_extents=(2,),
+                       transfer_tile_bytes=16)
+    assert len(plan.comms) == 18
+    assert {c.segment_count for c in plan.comms} == {3}
+    assert sorted({(c.byte_offset, c.byte_count) for c in plan.comms}) == [(0, 16), (16, 16),
+                                                                          (32, 16)]
+    with pytest.raises(ValueError, match="transfer_tile_bytes 24 must be a multiple of 16"):
+        df.schedule(make_program(), topology=df.GPUTopology(sm_count=4, cluster_size=2),
+                    range_lengths={"kv": [384, 256]}, block_size=128, transfer_tile_bytes=24)
+
+
 # ---- the Python path packs what the tools pack ------------------------------------------------
 
 def _seed_plan():

@@ -984,10 +984,13 @@ static void stage_graph_errors(void **state) {
                         "output tiles: stage 'gather_up' has output_arity 2, map1 produces 4");
   o = moe_options(4, 2, e, 1, h, 1);
   g->stages[1].output_arity = 2;
+  /* the ring is supported since issue 8; like all_gather it is cluster-only */
   snprintf(g->stages[1].policy, DF_NAME_MAX, "cluster_shared_pull_ring");
-  expect_schedule_error(g, &o, DF_EUNSUPPORTED, "'cluster_shared_pull_ring' is not supported");
-  snprintf(g->stages[1].policy, DF_NAME_MAX, "cluster_shared_all_gather");
   o.force_hbm_comms = true;
+  expect_schedule_error(g, &o, DF_EINVAL,
+                        "policy 'cluster_shared_pull_ring' moves shards through cluster shared "
+                        "memory (DSMEM) only and cannot be combined with force_hbm_comms");
+  snprintf(g->stages[1].policy, DF_NAME_MAX, "cluster_shared_all_gather");
   expect_schedule_error(g, &o, DF_EINVAL, "cannot be combined with force_hbm_comms");
   o.force_hbm_comms = false;
   df_plan *p = schedule_ok(g, &o);

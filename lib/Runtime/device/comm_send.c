@@ -48,27 +48,72 @@ static void cluster_release(const df_rt *rt, const df_abi_comm *c) {
 }
 
 /* Cluster sends and releases, in record order, by the leader; one bulk
-   group per instruction for the source-lifetime guard. */
+   group per instruction for the source-lifetime guard. A segment of a
+   tiled transfer (segment_count > 1) first waits until every earlier copy
+   has read its source, so at most one tile of this CTA is in flight;
+   waiting for more than the guard needs is always safe. */
 void df_rt_cluster_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   if (!df_rt_leader(rt))
     return;
   for (uint32_t i = 0; i < n; i++) {
-    if (DF_HAS(DF_FEATURE_CLUSTER_SEND) && c[i].kind == DF_COMM_CLUSTER_SEND)
+    if (DF_HAS(DF_FEATURE_CLUSTER_SEND) && c[i].kind == DF_COMM_CLUSTER_SEND) {
+      if (c[i].segment_count > 1) {
+        df_ptx_bulk_commit();
+        df_ptx_bulk_wait_read_all();
+      }
       cluster_send(rt, &c[i]);
+    }
     else if (DF_HAS(DF_FEATURE_RELEASE) && c[i].kind == DF_COMM_CLUSTER_RELEASE)
       cluster_release(rt, &c[i]);
   }
   df_ptx_bulk_commit();
 }
 
+/* Whether HBM send c (one segment of a tiled transfer) goes through the
+   bulk path: segmented plan, shared source, 16-byte granules. */
+static bool send_bulk(const df_rt *rt, const df_abi_comm *c) {
+  if (!DF_HAS(DF_FEATURE_HBM_BULK) || c->segment_count <= 1)
+    return false;
+  const df_abi_slot *src = df_rt_slot(rt, c->src_slot_id);
+  const df_abi_slot *dst = df_rt_slot(rt, c->dst_slot_id);
+  return df_slot_in_shared(src) &&
+         ((df_rt_slot_smem(rt, src) | dst->global_offset | c->byte_offset |
+           df_comm_bytes(c, src, dst)) & 15u) == 0;
+}
+
+/* Bulk path, leader: one bulk store per segment, each completed (writes
+   included) before the next is issued — one tile in flight — then made
+   visible to the generic proxy and published with its epoch. */
+static void send_segment_bulk(const df_rt *rt, const df_abi_comm *c) {
+  const df_abi_slot *src = df_rt_slot(rt, c->src_slot_id);
+  const df_abi_slot *dst = df_rt_slot(rt, c->dst_slot_id);
+  uint32_t bytes = df_comm_bytes(c, src, dst), off = c->byte_offset;
+  if (bytes) {
+    df_ptx_bulk_s2g(df_gaddr(rt->staging + dst->global_offset + off),
+                    rt->smem_addr + df_rt_slot_smem(rt, src) + off, bytes);
+    df_ptx_bulk_commit();
+    df_ptx_bulk_wait_all();
+  }
+  df_ptx_fence_proxy_async_global();
+  df_ptx_fence_gpu();
+  df_ptx_st_release_gpu(df_gaddr(&rt->flags[df_comm_flag(c, dst)]), c->flag_epoch);
+}
+
 /* HBM sends: all threads copy each source to its staging bytes (nothing to
    copy for direct-global slots already there), fence, barrier; then the
-   leader publishes each epoch with a release store. */
+   leader publishes each epoch with a release store. Segments of tiled
+   transfers take the bulk path instead; the CTA waits for it at a block
+   barrier so that no later handler overwrites a source still being read. */
 void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   df_rt_mark(rt, DF_PHASE_HBM_SEND, df_rt_comm_index(rt, c), 0);
+  bool bulk = false;
   for (uint32_t i = 0; i < n; i++) {
     if (c[i].kind != DF_COMM_HBM_SEND)
       continue;
+    if (send_bulk(rt, &c[i])) {
+      bulk = true;
+      continue;
+    }
     const df_abi_slot *src = df_rt_slot(rt, c[i].src_slot_id);
     const df_abi_slot *dst = df_rt_slot(rt, c[i].dst_slot_id);
     uint32_t off = c[i].byte_offset;
@@ -77,12 +122,17 @@ void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   }
   df_ptx_fence_gpu();
   df_ptx_bar_sync();
-  if (!df_rt_leader(rt))
-    return;
-  for (uint32_t i = 0; i < n; i++) {
-    if (c[i].kind != DF_COMM_HBM_SEND)
-      continue;
-    const df_abi_slot *dst = df_rt_slot(rt, c[i].dst_slot_id);
-    df_ptx_st_release_gpu(df_gaddr(&rt->flags[df_comm_flag(&c[i], dst)]), c[i].flag_epoch);
-  }
+  if (df_rt_leader(rt))
+    for (uint32_t i = 0; i < n; i++) {
+      if (c[i].kind != DF_COMM_HBM_SEND)
+        continue;
+      if (bulk && send_bulk(rt, &c[i])) {
+        send_segment_bulk(rt, &c[i]);
+        continue;
+      }
+      const df_abi_slot *dst = df_rt_slot(rt, c[i].dst_slot_id);
+      df_ptx_st_release_gpu(df_gaddr(&rt->flags[df_comm_flag(&c[i], dst)]), c[i].flag_epoch);
+    }
+  if (bulk)
+    df_ptx_bar_sync();
 }

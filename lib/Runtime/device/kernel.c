@@ -147,7 +147,8 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
       df_ptx_cluster_sync();
     /* Handler writes are complete (and, for bulk sends, ordered before the
        async proxy) before anything moves them or reuses their slots. */
-    if (kinds & DF_KIND_BIT(DF_COMM_CLUSTER_SEND))
+    if ((kinds & DF_KIND_BIT(DF_COMM_CLUSTER_SEND)) ||
+        (DF_HAS(DF_FEATURE_HBM_BULK) && (kinds & DF_KIND_BIT(DF_COMM_HBM_SEND))))
       df_ptx_fence_proxy_async_shared();
     df_ptx_bar_sync();
 

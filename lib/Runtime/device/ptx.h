@@ -187,6 +187,12 @@ DF_PTX void df_ptx_bulk_s2c(uint32_t rdst, uint32_t src, uint32_t bytes, uint32_
                        "r"(src), "r"(bytes), "r"(rbar)
                        : "memory");
 }
+/* own shared -> global (bulk group, L2 evict-last hint omitted). */
+DF_PTX void df_ptx_bulk_s2g(uint64_t gdst, uint32_t src, uint32_t bytes) {
+  __asm__ __volatile__("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(gdst),
+                       "r"(src), "r"(bytes)
+                       : "memory");
+}
 DF_PTX void df_ptx_bulk_commit(void) {
   __asm__ __volatile__("cp.async.bulk.commit_group;" ::: "memory");
 }
@@ -194,6 +200,10 @@ DF_PTX void df_ptx_bulk_commit(void) {
    newest group. */
 DF_PTX void df_ptx_bulk_wait_read_all(void) {
   __asm__ __volatile__("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+/* Wait until every bulk group has completed, writes included. */
+DF_PTX void df_ptx_bulk_wait_all(void) {
+  __asm__ __volatile__("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 DF_PTX void df_ptx_bulk_wait_read_but_newest(void) {
   __asm__ __volatile__("cp.async.bulk.wait_group.read 1;" ::: "memory");

@@ -53,6 +53,8 @@ void hb_cost_dispatch(hb_run *r, hb_cta *c, uint32_t instr) {
 void hb_cost_comm(hb_run *r, hb_cta *c, uint32_t comm) {
   c->cost.comms++;
   c->cost.comm_bytes += r->comm_bytes[comm];
+  if (r->comm_bytes[comm] > c->cost.max_copy_bytes)
+    c->cost.max_copy_bytes = r->comm_bytes[comm];
 }
 
 df_status hb_cost_finish(hb_run *r) {

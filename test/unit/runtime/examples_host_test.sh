@@ -7,9 +7,14 @@
 # Covers the per-CTA shared layout (df-layout-slots per-cta-shared=true) and
 # df-run --replan --per-cta-shared. The same plans at full size run on the
 # H200 (scripts/gpu/make_gqa_carry.sh, test/lit/GPU).
-# usage: examples_host_test.sh BIN GQA_SO MOE_SO SRC WORK
+# Issue 8: the three reshared transports (hbm_all_gather,
+# cluster_shared_all_gather, cluster_shared_pull_ring) at cluster sizes 2
+# and 4 (MOE4_SO: the handlers built with MOE_FULL=64 MOE_SHARDS=4), whole
+# and tile-segmented (transfer-tile-bytes), must give bit-identical outputs
+# that match the reference; tiled GQA equals untiled GQA bit for bit.
+# usage: examples_host_test.sh BIN GQA_SO MOE_SO MOE4_SO SRC WORK
 set -u
-bin=$1 gqa_so=$2 moe_so=$3 src=$4 work=$5
+bin=$1 gqa_so=$2 moe_so=$3 moe4_so=$4 src=$5 work=$6
 rm -rf "$work" && mkdir -p "$work"
 failures=0
 
@@ -74,6 +79,73 @@ for m in hbm cluster; do
     --tensor W2=random:float16:2x16x16:23 --tensor Output=zeros:float32:2x16x16 \
     --check "Output=$work/moe_ref.npy:0.01:0.01"
 done
+
+same() { # same A B WHAT: A and B hold the same bytes
+  cmp -s "$1" "$2" && echo "ok: $3" ||
+    { echo "FAIL: $3 ($1 and $2 differ)"; failures=$((failures + 1)); }
+}
+
+# GQA split into 256-byte transfer tiles: the same output bytes.
+"$bin/df-opt" "$src/examples/attention_gqa/attention_gqa.mlir" \
+  --df-schedule="sm-count=4 cluster-size=2 block-size=128 range-lengths=kv:$(rep 8 384),$(rep 8 256) task-extents=2,8 transfer-tile-bytes=256" \
+  --df-layout-slots="per-cta-shared=true" -o "$work/gqa_tiled.mlir" &&
+  "$bin/df-translate" --df-to-plan "$work/gqa_tiled.mlir" -o "$work/gqa_tiled.dfplan" || exit 1
+segs=$("$bin/df-translate" --df-plan-dump "$work/gqa_tiled.dfplan" | grep -c "segment_count=[2-9]")
+[ "$segs" -gt 0 ] || { echo "FAIL: the tiled GQA plan has no segments"; failures=$((failures + 1)); }
+run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_tiled.dfplan" \
+  --check "O=$work/gqa_ref.npy:0.02:0.002" --save "O=$work/o_tiled.npy"
+same "$work/o_cta.npy" "$work/o_tiled.npy" "tiled GQA ($segs segment records) = untiled GQA"
+
+# GQA cluster_local/streaming on one thread per CTA: the accumulator's
+# lse of every head (not only thread 0's) must be carried between updates.
+"$bin/df-opt" "$src/examples/attention_gqa/attention_gqa.mlir" \
+  --df-schedule="sm-count=4 cluster-size=2 block-size=128 range-lengths=kv:$(rep 8 384),$(rep 8 256) task-extents=2,8 policy=cluster_local reduce-strategy=streaming" \
+  -o "$work/gqa_stream.mlir" &&
+  "$bin/df-translate" --df-to-plan "$work/gqa_stream.mlir" -o "$work/gqa_stream.dfplan" || exit 1
+run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_stream.dfplan" \
+  --check "O=$work/gqa_ref.npy:0.02:0.002"
+
+# MoE transports. moe_plan NAME SO-SHARDS POLICY SCHEDULE-EXTRA [SED]
+moe_plan() {
+  sed -e "s/hbm_all_gather/$3/" ${5:+-e "$5"} "$src/examples/seed/moe_reshared.mlir" >"$work/$1.in.mlir"
+  "$bin/df-opt" "$work/$1.in.mlir" --df-schedule="$4" -o "$work/$1.mlir" &&
+    "$bin/df-translate" --df-to-plan "$work/$1.mlir" -o "$work/$1.dfplan"
+}
+moe_args() { # moe_args FULL SO NAME
+  echo --backend=host --handlers "$2" --plan "$work/$3.dfplan" --block-size 8 \
+    --tensor Input=random:float16:16x64:21 --tensor W1=random:float16:2x$1x64:22 \
+    --tensor W2=random:float16:2x$1x$1:23 --tensor Output=zeros:float32:2x16x$1 \
+    --save "Output=$work/$3_out.npy"
+}
+m2="sm-count=4 cluster-size=2 block-size=8 range-lengths=expert_tile:$(rep 32 16);hidden_tile:$(rep 32 16) task-extents=2,16"
+for p in "hbm_all_gather:force-hbm-comms=true" "cluster_shared_all_gather:" "cluster_shared_pull_ring:"; do
+  moe_plan "c2_${p%%:*}" 2 "${p%%:*}" "$m2 ${p#*:}" || exit 1
+  # shellcheck disable=SC2046
+  run 0 "check Output: ok \(512 elements" $(moe_args 16 "$moe_so" "c2_${p%%:*}") \
+    --check "Output=$work/moe_ref.npy:0.01:0.01"
+done
+same "$work/c2_hbm_all_gather_out.npy" "$work/c2_cluster_shared_all_gather_out.npy" "C=2: all_gather over DSMEM = over HBM"
+same "$work/c2_hbm_all_gather_out.npy" "$work/c2_cluster_shared_pull_ring_out.npy" "C=2: ring = hbm_all_gather"
+"$bin/moe_reference" "$work/moe4_ref.npy" 2 16 64 21 22 23 64 || exit 1
+"$bin/moe_reference" "$work/bad.npy" 2 16 64 21 22 23 0 2>"$work/bad.txt"
+[ $? = 2 ] && grep -q "FULL must be in 1..256, got 0" "$work/bad.txt" && echo "ok: moe_reference refuses FULL 0" ||
+  { echo "FAIL: moe_reference FULL 0"; failures=$((failures + 1)); }
+m4="sm-count=4 cluster-size=4 block-size=8 range-lengths=expert_tile:$(rep 32 16);hidden_tile:$(rep 32 16) task-extents=2,16"
+wide='s/tensor<2x4xf16>/tensor<2x8xf16>/g; s/output_arity = 2/output_arity = 4/'
+for p in "hbm_all_gather:" "cluster_shared_all_gather:" "cluster_shared_pull_ring:" \
+         "cluster_shared_all_gather:transfer-tile-bytes=16" "cluster_shared_pull_ring:transfer-tile-bytes=16"; do
+  n="c4_${p%%:*}${p#*:}"
+  n="${n//transfer-tile-bytes=/_t}"
+  moe_plan "$n" 4 "${p%%:*}" "$m4 ${p#*:}" "$wide" || exit 1
+  # shellcheck disable=SC2046
+  run 0 "check Output: ok \(2048 elements" $(moe_args 64 "$moe4_so" "$n") \
+    --check "Output=$work/moe4_ref.npy:0.02:0.01"
+  [ "$n" = c4_hbm_all_gather ] || same "$work/c4_hbm_all_gather_out.npy" "$work/${n}_out.npy" "C=4: $n = hbm_all_gather"
+done
+sends=$("$bin/df-translate" --df-plan-dump "$work/c4_cluster_shared_pull_ring_t16.dfplan" | grep -c "kind=1 ")
+# 32 tasks x C*(C-1)*n_tiles = 32 x 4*3*2
+[ "$sends" = 768 ] && echo "ok: C=4 tiled ring: $sends cluster sends = 32 x 4*3*2" ||
+  { echo "FAIL: C=4 tiled ring has $sends cluster sends, want 768"; failures=$((failures + 1)); }
 
 if [ "$failures" != 0 ]; then
   echo "$failures example case(s) failed"
