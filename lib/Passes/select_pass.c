@@ -92,8 +92,27 @@ static df_status select_and_record(MlirOperation module, select_opts *sp) {
     df_plan_destroy(plan);
     return df_emit(mlirOperationGetLocation(module), "df-select-variants: %s", st.message);
   }
+  /* df_plan_to_ir re-creates df.plan: keep what earlier passes recorded
+     on it (memory choice, layout options) */
+  MlirOperation old;
+  st = df_plan_op(module, &old);
+  intptr_t n = df_failed(&st) ? 0 : mlirOperationGetNumAttributes(old);
+  MlirNamedAttribute *kept = calloc(n ? (size_t)n : 1, sizeof *kept);
+  if (!kept) {
+    df_plan_destroy(plan);
+    return df_status_errorf(DF_ENOMEM, "out of memory running df-select-variants");
+  }
+  for (intptr_t i = 0; i < n; i++)
+    kept[i] = mlirOperationGetAttribute(old, i);
   st = df_plan_to_ir(module, plan);
   df_plan_destroy(plan);
+  MlirOperation fresh;
+  if (!df_failed(&st))
+    st = df_plan_op(module, &fresh);
+  for (intptr_t i = 0; i < n && !df_failed(&st); i++)
+    if (mlirAttributeIsNull(mlirOperationGetAttributeByName(fresh, mlirIdentifierStr(kept[i].name))))
+      mlirOperationSetAttributeByName(fresh, mlirIdentifierStr(kept[i].name), kept[i].attribute);
+  free(kept);
   return df_failed(&st) ? st : record(module, &s, true);
 }
 
