@@ -58,9 +58,10 @@ df_status df_plan_cost(const df_packed *k, const df_cost_params *params,
                        const df_allocator *alloc, df_cost *out);
 void df_cost_free(df_cost *c, const df_allocator *alloc);
 
-/* Text report: a parameter line, one line per CTA, a total line and the
-   critical path ("I3@0 -> I7@3", packed index @ CTA). */
-void df_cost_write(const df_cost *c, FILE *out);
+/* Text report of the cost of `k`: a parameter line, one line per CTA, a
+   total line and the critical path as plan instruction ids at CTAs
+   ("I2@2 -> I3@0+1": "+n" = n more fused parts). */
+void df_cost_write(const df_cost *c, const df_packed *k, FILE *out);
 
 #ifdef __cplusplus
 }

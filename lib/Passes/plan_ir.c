@@ -132,6 +132,8 @@ df_status df_plan_to_ir(MlirOperation module, const df_plan *p) {
       variant_text(&in->variant, v, sizeof v);
       put_s(&b, "variant", v);
     }
+    if (in->fused)
+      put(&b, "fused", mlirBoolAttrGet(b.ctx, 1));
     emit(module, "df.instr", &b);
   }
   for (uint32_t i = 0; i < p->slot_count; i++) {
@@ -372,6 +374,7 @@ static void read_instr(reader *r, df_plan *p) {
       lift(r, df_status_errorf(DF_EINVAL, "operator_kind without operator_id"));
   }
   read_variant(r, &in);
+  in.fused = get_flag(r, "fused");
   uint32_t *inputs = get_array(r, "inputs", &n, false);
   if (r->status.code == DF_OK && id != p->instr_count)
     lift(r, df_status_errorf(DF_EINVAL, "instruction ids must be 0, 1, 2, ... in order; "

@@ -354,7 +354,7 @@ static void cta_line(FILE *f, const char *label, const df_cost_cta *c) {
           (unsigned long long)c->payload_bytes, c->cycles, c->finish);
 }
 
-void df_cost_write(const df_cost *c, FILE *f) {
+void df_cost_write(const df_cost *c, const df_packed *k, FILE *f) {
   fprintf(f, "dispatch cost: F=%g cycles/instruction R=%g cycles/byte cluster_latency=%g "
              "hbm_latency=%g\n",
           c->params.instr_cycles, c->params.byte_cycles, c->params.cluster_latency,
@@ -367,7 +367,16 @@ void df_cost_write(const df_cost *c, FILE *f) {
   cta_line(f, "total", &c->total);
   fprintf(f, "critical_path: cycles=%.2f cta=%u instructions=%u:", c->critical_path,
           c->critical_cta, c->critical_count);
-  for (uint32_t i = 0; i < c->critical_count; i++)
-    fprintf(f, "%s I%u", i ? " ->" : "", c->critical[i]);
+  for (uint32_t i = 0; i < c->critical_count; i++) {
+    uint32_t pi = c->critical[i], cta = 0;
+    while (cta + 1 < k->topology.sm_count && k->queue_offsets[cta + 1] <= pi)
+      cta++;
+    uint32_t parts = k->instrs[pi].arg_offset == DF_SENTINEL
+                         ? 1
+                         : k->args[k->instrs[pi].arg_offset / sizeof(df_abi_args)].reserved1;
+    fprintf(f, "%s I%u@%u", i ? " ->" : "", k->pack_order[pi], cta);
+    if (parts > 1)
+      fprintf(f, "+%u", parts - 1);
+  }
   fputc('\n', f);
 }
