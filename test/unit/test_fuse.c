@@ -72,6 +72,12 @@ static void seed_reduce_finalize(void **state) {
   assert_int_equal(r.refused_transfer, 2); /* I0 -> I3 and I5 -> I7 */
   for (uint32_t i = 0; i < q->instr_count; i++)
     assert_int_equal(q->instrs[i].fused, i == 4 || i == 8);
+  /* SM 0 [I0 I3 I4 I6 I9]: I3 at position 1 runs 2 parts; SM 3 [I5 I7 I8
+     I12]: I7 at position 1 too; unfused entries 1 */
+  assert_int_equal(df_plan_fused_parts(q, 0, 0), 1);
+  assert_int_equal(df_plan_fused_parts(q, 0, 1), 2);
+  assert_int_equal(df_plan_fused_parts(q, 3, 1), 2);
+  assert_int_equal(df_plan_fused_parts(q, 3, 3), 1);
   df_packed *u = pack(p), *k = pack(q);
   assert_int_equal(k->instr_count, 11);
   assert_int_equal(k->arg_count, u->arg_count); /* one args record per part */
