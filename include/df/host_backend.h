@@ -260,7 +260,9 @@ typedef void *(*df_host_symbol_lookup)(void *user, const char *symbol);
 
 /* Fill out[0..k->handler_count) with the handler functions named by the
    packed handler table's symbols (dataflow_handler_<id>_<name>). Fails
-   naming the first handler whose symbol is missing. */
+   naming the first handler whose symbol is missing, except a composite
+   with its parts listed (part_count > 0, docs/fusion.md): its entry stays
+   NULL and the backend runs the parts' functions in order. */
 df_status df_host_resolve_handlers(const df_packed *k, df_host_symbol_lookup lookup,
                                    void *user, df_handler_fn *out);
 

@@ -193,6 +193,10 @@ typedef struct df_instr {
   /* Chosen implementation (df/impl.h): 1 + index into df_plan.impl_names;
      0 = the default binding (the variant's symbol or the operator). */
   uint32_t impl;
+  /* Fused (df-fuse, docs/fusion.md): runs inside the dispatch of the
+     previous entry of its queue, as a later part of one composite
+     instruction. false for every scheduled plan. */
+  bool fused;
 } df_instr;
 
 typedef enum df_slot_role {
@@ -472,6 +476,9 @@ void df_slot_layout_free(df_slot_layout *l, const df_allocator *alloc);
 
 /* ---- packing (REFERENCE 5) -------------------------------------------------- */
 
+/* Most instructions one fused (composite) instruction runs. */
+#define DF_FUSE_MAX_PARTS 8u
+
 /* One entry of the handler table. */
 typedef struct df_handler {
   uint32_t id;
@@ -486,6 +493,12 @@ typedef struct df_handler {
   /* The implementation chosen by df-select-variants (df/impl.h); ""
      = the default binding (variant symbol or operator name). */
   char impl[DF_NAME_MAX];
+  /* Composite handler of fused instructions (docs/fusion.md): the handler
+     ids its parts run, in order; 0 for an ordinary handler. Composites
+     follow every ordinary handler in the table and are not written to
+     plan blobs (a blob's composite has part_count 0). */
+  uint32_t part_count;
+  uint32_t parts[DF_FUSE_MAX_PARTS];
 } df_handler;
 
 typedef struct df_named_index {

@@ -7,6 +7,7 @@ df_status df_create_allocate_barriers_pass(const char *options, MlirPass *out);
 df_status df_create_layout_slots_pass(const char *options, MlirPass *out);
 df_status df_create_pack_pass(const char *options, MlirPass *out);
 df_status df_create_select_variants_pass(const char *options, MlirPass *out);
+df_status df_create_fuse_pass(const char *options, MlirPass *out);
 
 static df_status create_verify(const char *options, MlirPass *out) {
   if (options && *options)
@@ -31,6 +32,10 @@ static const df_pass_info table[] = {
      "      arch=sm_80|sm_90|sm_90a replace=OP=SYMBOL[:tiles=N,length=L,arity=A,dtype=T,\n"
      "      arch=X,general][;OP=SYMBOL...] (caller-supplied replacements)\n",
      df_create_select_variants_pass},
+    {"df-fuse",
+     "fuse instructions that run back to back on one CTA with no transfer between them "
+     "(docs/fusion.md)",
+     "      max-parts=N (2..8, default 8)\n", df_create_fuse_pass},
     {"df-allocate-barriers", "annotate slots and comms with barrier indices and phases", "",
      df_create_allocate_barriers_pass},
     {"df-layout-slots", "lay out slots in shared and global memory (records its options)",

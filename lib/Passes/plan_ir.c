@@ -134,6 +134,8 @@ df_status df_plan_to_ir(MlirOperation module, const df_plan *p) {
     }
     if (in->impl && in->impl <= p->impl_count)
       put_s(&b, "impl", p->impl_names[in->impl - 1].name);
+    if (in->fused)
+      put(&b, "fused", mlirBoolAttrGet(b.ctx, 1));
     emit(module, "df.instr", &b);
   }
   for (uint32_t i = 0; i < p->slot_count; i++) {
@@ -377,6 +379,7 @@ static void read_instr(reader *r, df_plan *p) {
   get_s(r, "impl", text, sizeof text, false);
   if (text[0] && r->status.code == DF_OK)
     lift(r, df_plan_intern_impl(p, text, &in.impl));
+  in.fused = get_flag(r, "fused");
   uint32_t *inputs = get_array(r, "inputs", &n, false);
   if (r->status.code == DF_OK && id != p->instr_count)
     lift(r, df_status_errorf(DF_EINVAL, "instruction ids must be 0, 1, 2, ... in order; "

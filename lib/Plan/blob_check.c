@@ -24,19 +24,26 @@ static df_status check_queues(const df_packed *k) {
   return df_status_ok();
 }
 
-/* Each packed instruction comes from a distinct plan instruction. */
+/* Each packed instruction comes from a distinct plan instruction; plan
+   ids run to the plan's instruction count, which counts the later parts
+   of fused instructions too (args word 15, docs/fusion.md). */
 static df_status check_pack_order(const df_packed *k) {
   df_allocator a = df_allocator_or_default(&k->alloc);
-  uint8_t *seen = df_alloc(&a, k->instr_count);
+  uint64_t plan_count = k->instr_count;
+  for (uint32_t i = 0; i < k->arg_count; i++)
+    plan_count += k->args[i].reserved1 > 1 && k->args[i].reserved1 <= DF_FUSE_MAX_PARTS
+                      ? k->args[i].reserved1 - 1
+                      : 0;
+  uint8_t *seen = df_alloc(&a, plan_count ? plan_count : 1);
   if (!seen)
     return df_status_errorf(DF_ENOMEM, "out of memory checking pack_order");
-  memset(seen, 0, k->instr_count ? k->instr_count : 1);
+  memset(seen, 0, plan_count ? plan_count : 1);
   df_status st = df_status_ok();
   for (uint32_t i = 0; i < k->instr_count && !df_failed(&st); i++) {
     uint32_t id = k->pack_order[i];
-    if (id >= k->instr_count)
-      st = fail("pack_order %u: plan instruction id %u out of range (%u instructions)", i, id,
-                k->instr_count);
+    if (id >= plan_count)
+      st = fail("pack_order %u: plan instruction id %u out of range (%" PRIu64 " instructions)",
+                i, id, plan_count);
     else if (seen[id]++)
       st = fail("pack_order %u: plan instruction id %u appears twice", i, id);
   }
@@ -189,8 +196,9 @@ static df_status check_args(const df_packed *k, uint32_t i) {
   if (g->reserved0 > DF_SOURCE_WAIT_KEEP_NEWEST)
     return fail("args %u: reserved0 (source wait action) %u out of range (0..2)", i,
                 g->reserved0);
-  if (g->reserved1 != 0)
-    return fail("args %u: reserved1 %u must be 0", i, g->reserved1);
+  if (g->reserved1 == 1 || g->reserved1 > DF_FUSE_MAX_PARTS)
+    return fail("args %u: reserved1 (fused parts) %u must be 0 or 2..%u", i, g->reserved1,
+                DF_FUSE_MAX_PARTS);
   return df_status_ok();
 }
 

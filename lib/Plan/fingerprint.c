@@ -64,7 +64,8 @@ static void str(enc *e, const char *s) {
 static void instr(enc *e, const df_plan *p, const df_instr *in) {
   reserve(e, 20);
   put(e, (uint32_t)in->op | (uint32_t)in->has_range << 4 | (uint32_t)in->has_identity << 5 |
-             (uint32_t)in->has_variant << 6 | (uint32_t)(in->impl != 0) << 7);
+             (uint32_t)in->has_variant << 6 | (uint32_t)(in->impl != 0) << 7 |
+             (uint32_t)in->fused << 8);
   put(e, in->task);
   put(e, in->sm);
   if (in->has_range) {

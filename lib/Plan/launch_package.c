@@ -47,19 +47,34 @@ static df_status check_instr(const df_packed *k, uint32_t i) {
                             "packed instruction %u arg_offset %u must be a 64-byte aligned "
                             "offset inside %u args records",
                             i, r->arg_offset, k->arg_count);
-  const df_abi_args *a = &k->args[r->arg_offset / sizeof(df_abi_args)];
-  if ((uint64_t)a->task_coord_offset + a->task_coord_count > k->task_coord_count)
+  uint32_t first = r->arg_offset / sizeof(df_abi_args);
+  uint32_t parts = k->args[first].reserved1 ? k->args[first].reserved1 : 1;
+  if (parts == 1 && k->args[first].reserved1)
+    return df_status_errorf(DF_EINVAL, "packed instruction %u args word 15 (fused parts) is 1; "
+                                       "an unfused instruction has 0", i);
+  if (parts > DF_FUSE_MAX_PARTS || (uint64_t)first + parts > k->arg_count)
     return df_status_errorf(DF_EINVAL,
-                            "packed instruction %u task coordinates [%u, +%u) exceed %u", i,
-                            a->task_coord_offset, a->task_coord_count, k->task_coord_count);
-  if ((uint64_t)a->input_slot_offset + a->input_slot_count > k->input_slot_count)
-    return df_status_errorf(DF_EINVAL, "packed instruction %u input slots [%u, +%u) exceed %u",
-                            i, a->input_slot_offset, a->input_slot_count,
-                            k->input_slot_count);
-  for (uint32_t j = 0; j < a->input_slot_count; j++)
-    if (k->input_slots[a->input_slot_offset + j] >= k->slot_count)
-      return df_status_errorf(DF_EINVAL, "packed instruction %u reads slot %u of %u", i,
-                              k->input_slots[a->input_slot_offset + j], k->slot_count);
+                            "packed instruction %u fuses %u parts from args record %u: more "
+                            "than %u parts or past %u args records",
+                            i, parts, first, DF_FUSE_MAX_PARTS, k->arg_count);
+  for (uint32_t part = 0; part < parts; part++) {
+    const df_abi_args *a = &k->args[first + part];
+    if (part && a->reserved1)
+      return df_status_errorf(DF_EINVAL,
+                              "packed instruction %u part %u args word 15 must be 0", i, part);
+    if ((uint64_t)a->task_coord_offset + a->task_coord_count > k->task_coord_count)
+      return df_status_errorf(DF_EINVAL,
+                              "packed instruction %u task coordinates [%u, +%u) exceed %u", i,
+                              a->task_coord_offset, a->task_coord_count, k->task_coord_count);
+    if ((uint64_t)a->input_slot_offset + a->input_slot_count > k->input_slot_count)
+      return df_status_errorf(DF_EINVAL,
+                              "packed instruction %u input slots [%u, +%u) exceed %u", i,
+                              a->input_slot_offset, a->input_slot_count, k->input_slot_count);
+    for (uint32_t j = 0; j < a->input_slot_count; j++)
+      if (k->input_slots[a->input_slot_offset + j] >= k->slot_count)
+        return df_status_errorf(DF_EINVAL, "packed instruction %u reads slot %u of %u", i,
+                                k->input_slots[a->input_slot_offset + j], k->slot_count);
+  }
   return df_status_ok();
 }
 

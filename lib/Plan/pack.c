@@ -4,18 +4,50 @@
 
 #include "pack_internal.h"
 
+static bool fusable_op(df_instr_op op) {
+  return op == DF_INSTR_ITER || op == DF_INSTR_MAP || op == DF_INSTR_REDUCE ||
+         op == DF_INSTR_REDUCE_UPDATE || op == DF_INSTR_FINALIZE;
+}
+
+/* A fused instruction (docs/fusion.md) joins the dispatch of its queue
+   predecessor: it gets that packed position. Execution stays as unfused
+   only if later parts receive nothing and earlier parts send nothing. */
+static df_status check_fused_comms(const df_pack_ctx *c) {
+  const df_plan *p = c->p;
+  for (uint32_t i = 0; i < p->comm_count; i++) {
+    const df_comm *m = &p->comms[i];
+    uint32_t d = df_comm_dispatch(m);
+    if (d >= p->instr_count)
+      continue; /* reported by the comm order */
+    bool recv = df_comm_kind_is_recv(m->kind);
+    if (recv && p->instrs[d].fused)
+      return df_status_errorf(DF_EINVAL,
+                              "fused instruction %u receives comm %u (%s): only the first part "
+                              "of a fused instruction may receive",
+                              d, i, df_comm_kind_name(m->kind));
+    if (!recv && c->next_part[d] != DF_SENTINEL)
+      return df_status_errorf(DF_EINVAL,
+                              "instruction %u dispatches comm %u (%s) but instruction %u is "
+                              "fused after it: only the last part of a fused instruction may "
+                              "send",
+                              d, i, df_comm_kind_name(m->kind), c->next_part[d]);
+  }
+  return df_status_ok();
+}
+
 df_status df_pack_order(df_pack_ctx *c) {
   const df_plan *p = c->p;
   df_packed *k = c->k;
   uint32_t n = p->instr_count, at = 0;
   c->pack_index = df_arena_sentinels(c->a, n);
-  if (!c->pack_index)
+  c->next_part = df_arena_sentinels(c->a, n);
+  if (!c->pack_index || !c->next_part)
     return DF_ARENA_OOM("the pack order");
   for (uint32_t s = 0; s < p->topology.sm_count; s++) {
     uint64_t off = p->queue_offsets[s], len = p->queue_lengths[s];
     DF_TRY(df_plan_check_queue(p, s));
     k->queue_offsets[s] = at;
-    k->queue_lengths[s] = (uint32_t)len;
+    uint32_t prev = DF_SENTINEL, parts = 0;
     for (uint64_t i = 0; i < len; i++) {
       uint32_t id = p->queue_ids[off + i];
       if (id >= n)
@@ -24,16 +56,51 @@ df_status df_pack_order(df_pack_ctx *c) {
       if (c->pack_index[id] != DF_SENTINEL)
         return df_status_errorf(DF_EINVAL, "instruction %u appears more than once in the queues",
                                 id);
+      const df_instr *in = &p->instrs[id];
+      if (in->fused) {
+        if (prev == DF_SENTINEL)
+          return df_status_errorf(DF_EINVAL,
+                                  "instruction %u is fused but is the first of SM %u's queue",
+                                  id, s);
+        if (!fusable_op(in->op) || !fusable_op(p->instrs[prev].op))
+          return df_status_errorf(DF_EINVAL,
+                                  "instruction %u (%s) cannot be fused after instruction %u "
+                                  "(%s): only handler instructions fuse",
+                                  id, df_instr_op_name(in->op), prev,
+                                  df_instr_op_name(p->instrs[prev].op));
+        if (++parts > DF_FUSE_MAX_PARTS)
+          return df_status_errorf(DF_EINVAL,
+                                  "fused instruction ending at %u has more than %u parts", id,
+                                  DF_FUSE_MAX_PARTS);
+        c->pack_index[id] = c->pack_index[prev];
+        c->next_part[prev] = id;
+        prev = id;
+        continue;
+      }
       c->pack_index[id] = at;
       k->pack_order[at++] = id;
+      prev = id;
+      parts = 1;
     }
+    k->queue_lengths[s] = at - k->queue_offsets[s];
   }
   for (uint32_t id = 0; id < n; id++)
     if (c->pack_index[id] == DF_SENTINEL) {
+      if (p->instrs[id].fused)
+        return df_status_errorf(DF_EINVAL, "fused instruction %u is in no queue", id);
       c->pack_index[id] = at;
       k->pack_order[at++] = id;
     }
-  return df_status_ok();
+  k->instr_count = at;
+  return check_fused_comms(c);
+}
+
+uint32_t df_pack_parts(const df_pack_ctx *c, uint32_t pi) {
+  uint32_t n = 1;
+  for (uint32_t id = c->k->pack_order[pi]; c->next_part[id] != DF_SENTINEL;
+       id = c->next_part[id])
+    n++;
+  return n;
 }
 
 /* Cluster receive count (low half) and send + release count (high);
@@ -115,22 +182,29 @@ df_status df_pack_records(df_pack_ctx *c) {
   k->input_slot_count = k->task_coord_count = 0;
   coord_cache cc = {DF_SENTINEL, 0, {0}};
   uint32_t arg = 0;
-  for (uint32_t pi = 0; pi < p->instr_count; pi++) {
+  for (uint32_t pi = 0; pi < k->instr_count; pi++) {
     uint32_t id = k->pack_order[pi];
     const df_instr *in = &p->instrs[id];
     df_abi_instr *r = &k->instrs[pi];
-    if (in->output_slot != DF_SENTINEL && in->output_slot >= p->slot_count)
-      return df_status_errorf(DF_EINVAL, "instruction %u writes slot %u, plan has %u slots",
-                              id, in->output_slot, p->slot_count);
+    /* slot_id of a fused instruction: the last output any part writes */
+    uint32_t last = id, out = DF_SENTINEL;
+    for (uint32_t part = id; part != DF_SENTINEL; part = c->next_part[part]) {
+      const df_instr *pt = &p->instrs[part];
+      if (pt->output_slot != DF_SENTINEL && pt->output_slot >= p->slot_count)
+        return df_status_errorf(DF_EINVAL, "instruction %u writes slot %u, plan has %u slots",
+                                part, pt->output_slot, p->slot_count);
+      last = part;
+      out = pt->output_slot != DF_SENTINEL ? pt->output_slot : out;
+    }
     uint32_t first = c->comm_first[pi], end = c->comm_first[pi + 1];
     r->opcode = (uint32_t)df_instr_op_abi(in->op);
-    r->handler_id = c->handler_of[id];
+    r->handler_id = last != id ? c->composite_of[pi] : c->handler_of[id];
     r->task_id = in->task;
     r->comm_offset = end > first ? first : 0;
     r->comm_count = end - first;
-    r->slot_id = in->output_slot != DF_SENTINEL ? in->output_slot
-                 : in->input_count              ? df_plan_instr_inputs(p, in)[0]
-                                                : DF_SENTINEL;
+    r->slot_id = out != DF_SENTINEL   ? out
+                 : in->input_count    ? df_plan_instr_inputs(p, in)[0]
+                                      : DF_SENTINEL;
     uint64_t recv, send;
     if (!instr_flags(c, first, end, &r->flags, &recv, &send))
       return df_status_errorf(DF_EINVAL,
@@ -143,7 +217,13 @@ df_status df_pack_records(df_pack_ctx *c) {
       continue;
     }
     r->arg_offset = arg * (uint32_t)sizeof(df_abi_args); /* fits: checked above */
-    fill_args(c, in, &cc, &k->args[arg++]);
+    /* a fused instruction's parts have consecutive args records; the
+       first says how many (args word 15) */
+    df_abi_args *head = &k->args[arg];
+    uint32_t parts = 0;
+    for (uint32_t part = id; part != DF_SENTINEL; part = c->next_part[part], parts++)
+      fill_args(c, &p->instrs[part], &cc, &k->args[arg++]);
+    head->reserved1 = parts > 1 ? parts : 0;
   }
   return df_status_ok();
 }
@@ -187,6 +267,7 @@ static df_status pack_all(df_pack_ctx *c) {
   k->global_staging_bytes = lay.global_staging_bytes;
   k->scratch_bytes = lay.scratch_bytes;
   DF_TRY(df_pack_handlers(c));
+  DF_TRY(df_pack_composites(c));
   DF_TRY(df_pack_comms(c));
   DF_TRY(df_pack_records(c));
   DF_TRY(df_pack_source_lifetimes(c));

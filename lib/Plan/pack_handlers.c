@@ -152,7 +152,7 @@ static void handler_keys(const df_instr *in, int32_t name_stage, df_key5 *key, d
 
 /* dataflow_handler_<id>_<name>: non-identifier characters become '_',
    underscores are trimmed, an empty or digit-led name gets "op". */
-static void handler_symbol(char *buf, size_t cap, uint32_t id, const char *name) {
+void df_pack_handler_symbol(char *buf, size_t cap, uint32_t id, const char *name) {
   char s[DF_NAME_MAX];
   size_t n = 0;
   for (const char *c = name; *c && n + 1 < sizeof s; c++)
@@ -299,7 +299,7 @@ static void fill_handler(const df_plan *p, const found *f, df_handler *h) {
   h->primary = f->primary;
   if (in->impl && in->impl <= p->impl_count)
     memcpy(h->impl, p->impl_names[in->impl - 1].name, sizeof h->impl);
-  handler_symbol(h->symbol, sizeof h->symbol, h->id, h->name);
+  df_pack_handler_symbol(h->symbol, sizeof h->symbol, h->id, h->name);
 }
 
 /* operator_table / operator_kinds: each name's first handler id. */

@@ -15,6 +15,9 @@ typedef struct df_pack_ctx {
   uint32_t *handler_of;  /* per plan instruction: handler id or S */
   uint32_t *comm_order;  /* packed comm position -> plan comm index */
   uint32_t *comm_first;  /* per packed instruction + 1: first packed comm */
+  uint32_t *next_part;   /* per plan instruction: next part of its fused
+                            instruction, or S (docs/fusion.md) */
+  uint32_t *composite_of; /* per packed instruction: composite handler or S */
 } df_pack_ctx;
 
 /* Pack order: SM 0's queue, SM 1's, ..., then unqueued ids (5.4). */
@@ -22,6 +25,12 @@ df_status df_pack_order(df_pack_ctx *c);
 /* Handler table, operator and intermediate-type tables; the per
    instruction identity/variant checks of REFERENCE 1.6. */
 df_status df_pack_handlers(df_pack_ctx *c);
+/* dataflow_handler_<id>_<name> (REFERENCE 5.7 sanitising). */
+void df_pack_handler_symbol(char *buf, size_t cap, uint32_t id, const char *name);
+/* Composite handlers of fused instructions, appended to the table. */
+df_status df_pack_composites(df_pack_ctx *c);
+/* Parts of packed instruction `pi` (1 unless fused). */
+uint32_t df_pack_parts(const df_pack_ctx *c, uint32_t pi);
 /* Comm records grouped by dispatch instruction in pack order. */
 df_status df_pack_comms(df_pack_ctx *c);
 /* Instruction and args records, input_slots, task_coords. */

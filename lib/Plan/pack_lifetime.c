@@ -44,13 +44,15 @@ static bool overlaps(const ranges *a, const ranges *b) {
   return false;
 }
 
-/* Slots packed position `pi` writes: its output and its receive targets. */
+/* Slots packed position `pi` writes: its outputs (every part of a fused
+   instruction: the guard runs once, before the first) and its receive
+   targets. */
 static void writes_of(const df_pack_ctx *c, uint32_t pi, ranges *w) {
   const df_packed *k = c->k;
   w->n = 0;
-  const df_instr *in = &c->p->instrs[k->pack_order[pi]];
-  if (in->output_slot != DF_SENTINEL)
-    add_slot(k, in->output_slot, 0, 0, w);
+  for (uint32_t id = k->pack_order[pi]; id != DF_SENTINEL; id = c->next_part[id])
+    if (c->p->instrs[id].output_slot != DF_SENTINEL)
+      add_slot(k, c->p->instrs[id].output_slot, 0, 0, w);
   for (uint32_t j = c->comm_first[pi]; j < c->comm_first[pi + 1]; j++) {
     const df_comm *m = &c->p->comms[c->comm_order[j]];
     if (df_comm_kind_is_recv(m->kind))
@@ -74,7 +76,7 @@ df_status df_pack_source_lifetimes(df_pack_ctx *c) {
     any = c->p->comms[i].kind == DF_COMM_CLUSTER_SEND;
   if (!any)
     return df_status_ok();
-  uint64_t cap = (uint64_t)k->comm_count + 1;
+  uint64_t cap = (uint64_t)k->comm_count + DF_FUSE_MAX_PARTS;
   ranges w = {df_arena_array(c->a, cap, sizeof(range)), 0};
   ranges next = {df_arena_array(c->a, cap, sizeof(range)), 0};
   ranges own = {df_arena_array(c->a, cap, sizeof(range)), 0};

@@ -58,7 +58,11 @@ static void handler(FILE *f, const df_handler *h) {
   else
     fputs(" identity=none", f);
   if (!h->has_variant) {
-    fputs(" variant=none\n", f);
+    fputs(" variant=none", f);
+    /* a composite of fused instructions (docs/fusion.md) */
+    for (uint32_t i = 0; i < h->part_count; i++)
+      fprintf(f, "%s%u", i ? "," : " parts=", h->parts[i]);
+    fputc('\n', f);
     return;
   }
   const df_variant *v = &h->variant;

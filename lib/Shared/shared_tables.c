@@ -27,7 +27,7 @@ static const df_shared_entry constants[] = {
     C(DF_ABI_OP_CLUSTER_SYNC),
     C(DF_VARIANT_SCHEMA_VERSION), C(DF_NAME_MAX), C(DF_MAX_AXES), C(DF_MAX_RANK),
     C(DF_INSTR_OP_COUNT), C(DF_ROLE_COUNT), C(DF_DTYPE_COUNT), C(DF_BLOB_FORMAT_VERSION),
-    C(DF_STATUS_MESSAGE_MAX),
+    C(DF_STATUS_MESSAGE_MAX), C(DF_FUSE_MAX_PARTS),
 };
 
 #define SIZE(t) {"sizeof " #t, sizeof(t)}
@@ -38,7 +38,7 @@ static const df_shared_entry layouts[] = {
     SIZE(df_binding), SIZE(df_stage), OFF(df_stage, bindings), OFF(df_stage, policy),
     SIZE(df_topology), SIZE(df_identity), SIZE(df_variant), OFF(df_variant, arity),
     SIZE(df_iter_buckets), SIZE(df_exact_lengths),
-    SIZE(df_instr), OFF(df_instr, stage), OFF(df_instr, variant), OFF(df_instr, impl),
+    SIZE(df_instr), OFF(df_instr, stage), OFF(df_instr, variant), OFF(df_instr, impl), OFF(df_instr, fused),
     SIZE(df_slot), OFF(df_slot, owner), OFF(df_slot, gated),
     SIZE(df_comm), OFF(df_comm, gate_id), SIZE(df_plan_type), SIZE(df_plan_stage),
     SIZE(df_plan), OFF(df_plan, instrs), OFF(df_plan, queue_ids), OFF(df_plan, impl_names),
@@ -46,7 +46,7 @@ static const df_shared_entry layouts[] = {
     OFF(df_schedule_options, exact_lengths), OFF(df_schedule_options, transfer_tile_bytes),
     OFF(df_schedule_options, select), OFF(df_schedule_options, defer_select),
     SIZE(df_barrier_alloc), SIZE(df_layout_options), SIZE(df_handler), OFF(df_handler, symbol),
-    OFF(df_handler, impl),
+    OFF(df_handler, impl), OFF(df_handler, parts),
     SIZE(df_named_index), SIZE(df_launch_package), OFF(df_launch_package, needs_flag_reset),
     OFF(df_launch_package, barrier_init_indices), SIZE(df_pack_options),
     OFF(df_pack_options, handler_order), OFF(df_pack_options, skip_fingerprint),

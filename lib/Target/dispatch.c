@@ -129,7 +129,8 @@ df_status df_build_dispatch(LLVMModuleRef m, const df_packed *k, const df_progra
   for (uint32_t i = 0; i < k->handler_count && st.code == DF_OK; i++) {
     const df_handler *h = &k->handlers[i];
     LLVMValueRef fn;
-    st = df_resolve_handler(m, h, prog, &fn);
+    st = h->part_count ? df_build_composite(m, k, h, prog, true, &fn) /* fused */
+                       : df_resolve_handler(m, h, prog, &fn);
     if (df_failed(&st))
       break;
     char name[32];

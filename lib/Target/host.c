@@ -61,7 +61,8 @@ static df_status add_thunks(LLVMModuleRef m, const df_packed *k, const df_progra
   for (uint32_t i = 0; i < k->handler_count && st.code == DF_OK; i++) {
     const df_handler *h = &k->handlers[i];
     LLVMValueRef impl;
-    st = df_resolve_handler(m, h, prog, &impl);
+    st = h->part_count ? df_build_composite(m, k, h, prog, false, &impl) /* fused */
+                       : df_resolve_handler(m, h, prog, &impl);
     if (st.code != DF_OK)
       break;
     if (LLVMGetNamedFunction(m, h->symbol)) {

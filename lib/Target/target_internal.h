@@ -33,6 +33,13 @@ df_status df_parse_bitcode(LLVMContextRef ctx, LLVMMemoryBufferRef buf, const ch
 df_status df_link_bitcode_file(LLVMContextRef ctx, LLVMModuleRef dest, const char *path,
                                const char *triple_prefix, const char *hint);
 
+/* Define the function of composite handler `h` (h->part_count parts) in
+   `m`: its parts in order on one df_ctx copy, args record i for part i,
+   a CTA barrier between parts (bar.sync when `device`, the host backend's
+   callback otherwise). */
+df_status df_build_composite(LLVMModuleRef m, const df_packed *k, const df_handler *h,
+                             const df_program *prog, bool device, LLVMValueRef *out);
+
 /* Define df_dispatch in `m` for the plan's handler table. */
 df_status df_build_dispatch(LLVMModuleRef m, const df_packed *k, const df_program *prog);
 

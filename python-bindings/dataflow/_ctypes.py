@@ -11,6 +11,7 @@ from ctypes import (POINTER, Structure, c_bool, c_char, c_char_p, c_int, c_int32
 
 NAME_MAX = 64
 MAX_AXES = 8
+FUSE_MAX_PARTS = 8
 MAX_RANK = 8
 u32 = c_uint32
 enum = c_int
@@ -84,7 +85,7 @@ class df_instr(Structure):
                 ("range_begin", u32), ("range_end", u32), ("input_offset", u32),
                 ("input_count", u32), ("output_slot", u32), ("stage", c_int32),
                 ("has_identity", c_bool), ("identity", df_identity), ("has_variant", c_bool),
-                ("variant", df_variant), ("impl", u32)]
+                ("variant", df_variant), ("impl", u32), ("fused", c_bool)]
 
 
 class df_slot(Structure):
@@ -158,7 +159,7 @@ class df_handler(Structure):
     _fields_ = [("id", u32), ("name", _chars(NAME_MAX)), ("kind", enum),
                 ("has_identity", c_bool), ("identity", df_identity), ("has_variant", c_bool),
                 ("variant", df_variant), ("primary", c_bool), ("symbol", _chars(2 * NAME_MAX)),
-                ("impl", _chars(NAME_MAX))]
+                ("impl", _chars(NAME_MAX)), ("part_count", u32), ("parts", u32 * FUSE_MAX_PARTS)]
 
 
 class df_named_index(Structure):

@@ -545,7 +545,7 @@ static void record_indices_are_checked(void **state) {
       {DF_BLOB_SEC_ARGS, A, 1, 12, 2, "args 1: handoff_arena_slot 2 out of range"},
       {DF_BLOB_SEC_ARGS, A, 1, 13, 16, "args 1: handoff_flags 0x10 has unknown bits"},
       {DF_BLOB_SEC_ARGS, A, 1, 14, 3, "args 1: reserved0 (source wait action) 3 out of range"},
-      {DF_BLOB_SEC_ARGS, A, 1, 15, 1, "args 1: reserved1 1 must be 0"},
+      {DF_BLOB_SEC_ARGS, A, 1, 15, 1, "args 1: reserved1 (fused parts) 1 must be 0 or 2..8"},
       {DF_BLOB_SEC_QUEUE_OFFSETS, W, 1, 0, 3, "queue 1: queue_offset 3 is not 2"},
       {DF_BLOB_SEC_QUEUE_LENGTHS, W, 1, 0, 2, "queues cover 4 instructions, not all 5"},
       {DF_BLOB_SEC_INPUT_SLOTS, W, 1, 0, 2, "input_slots 1: slot id 2 out of range (2 slots)"},

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "df/blob.h"
+#include "df/fuse.h"
 #include "df/host_backend.h"
 #include "df/runtime.h"
 #include "host_handlers.h"
@@ -47,6 +48,16 @@ static df_status load_plan(host_run *r) {
   s = df_schedule(r->prog, &so, &plan);
   if (s.code != DF_OK)
     return df_status_wrap(s, "plan: re-planning");
+  if (r->o->fuse) {
+    df_fuse_report fr;
+    s = df_plan_fuse(plan, NULL, &fr);
+    if (s.code != DF_OK) {
+      df_plan_destroy(plan);
+      return df_status_wrap(s, "plan: fusing the re-plan");
+    }
+    printf("df-run: fused %u instructions: %u -> %u dispatches\n", fr.groups,
+           fr.dispatches_before, fr.dispatches_after);
+  }
   df_pack_options po;
   run_replan_pack_options(r->o, &po);
   df_packed *k;

@@ -221,7 +221,7 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
     if (v)
       v++;
     if (strcmp(a, "--cost") == 0 || strcmp(a, "--repeat-check") == 0 ||
-        strcmp(a, "--per-cta-shared") == 0) {
+        strcmp(a, "--per-cta-shared") == 0 || strcmp(a, "--fuse") == 0) {
       if (v)
         return df_status_errorf(DF_EINVAL, "%s takes no value, got '%s'", a, arg);
       if (strcmp(a, "--cost") == 0) {
@@ -230,6 +230,9 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
       } else if (strcmp(a, "--repeat-check") == 0) {
         o->repeat_check = true;
         only.cuda = only.cuda ? only.cuda : "--repeat-check";
+      } else if (strcmp(a, "--fuse") == 0) {
+        o->fuse = true;
+        only.host = only.host ? only.host : "--fuse";
       } else {
         o->per_cta_shared = true;
       }
@@ -304,6 +307,10 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
   DF_TRY(check_backend(o, &only));
   if (o->replan_axis && !o->block_size)
     return df_status_errorf(DF_EINVAL, "--replan needs --block-size");
+  if (o->fuse && !o->replan_axis)
+    return df_status_errorf(DF_EINVAL, "--fuse fuses the re-plan of --replan (a blob's "
+                                       "instructions are fixed when it is written; fuse with "
+                                       "df-opt --df-fuse before df-translate)");
   if (o->per_cta_shared && !o->replan_axis)
     return df_status_errorf(DF_EINVAL, "--per-cta-shared is a layout option of --replan (a "
                                        "blob's layout is fixed when it is written)");

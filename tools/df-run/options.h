@@ -53,6 +53,7 @@ typedef struct run_options {
   df_policy policy;
   df_reduce_strategy strategy;
   bool per_cta_shared; /* --per-cta-shared: slot layout of --replan */
+  bool fuse;           /* --fuse: df_plan_fuse the re-plan (host backend) */
   /* cuda backend */
   uint32_t timeout_ms; /* --timeout-ms N: watchdog (0 = off) */
   bool repeat_check;   /* --repeat-check: relaunch into poisoned outputs, compare bitwise */

@@ -47,6 +47,8 @@ void run_usage(FILE *out) {
       "                           scheduler options of --replan\n"
       "  --per-cta-shared         lay out the re-planned slots per CTA (df-layout-slots\n"
       "                           per-cta-shared=true; use it for blobs built so)\n"
+      "  --fuse                   (host) fuse the re-plan (df_plan_fuse, docs/fusion.md);\n"
+      "                           composites the handler library lacks run part by part\n"
       "  --seed N                 seed of random tensors without their own (default 1)\n"
       "  --staging-out PATH       copy global staging back after each launch, write the last\n"
       "  --driver LIB             CUDA driver library (default libcuda.so.1; cuda)\n"

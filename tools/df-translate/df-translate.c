@@ -1,10 +1,12 @@
 /* df-translate: translations out of a df module (program dump, plans). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "df/blob.h"
 #include "df/compiler.h"
+#include "df/cost.h"
 #include "df/kernel_plan.h"
 #include "df/target.h"
 #include "plan_ir.h"
@@ -25,6 +27,7 @@ typedef struct input {
   const char *output;       /* -o, NULL for stdout */
   bool embed_plan;          /* --df-embed-plan */
   bool all_features;        /* --df-kernel-features=all */
+  df_cost_params cost;      /* --df-cost-*= */
 } tr_input;
 
 typedef struct translation {
@@ -97,6 +100,50 @@ static df_status plan_dump(const tr_input *in, FILE *out) {
   df_status s = in->json ? df_packed_dump_json(k, out) : df_packed_dump_text(k, out);
   df_packed_destroy(k);
   return s;
+}
+
+/* The structural dispatch cost of the plan (docs/fusion.md). */
+static df_status plan_cost(const tr_input *in, FILE *out) {
+  df_packed *k;
+  if (in->module.ptr)
+    DF_TRY(pack_module(in->module, &k, NULL));
+  else
+    DF_TRY(df_blob_read(in->blob, in->blob_len, NULL, &k, NULL));
+  df_cost c;
+  df_status s = df_plan_cost(k, &in->cost, NULL, &c);
+  if (!df_failed(&s)) {
+    df_cost_write(&c, k, out);
+    df_cost_free(&c, NULL);
+  }
+  df_packed_destroy(k);
+  return s;
+}
+
+/* --df-cost-<name>=<number>: a finite number >= 0. */
+static bool parse_cost_option(const char *arg, df_cost_params *c, bool *matched) {
+  static const struct {
+    const char *prefix;
+    size_t field;
+  } opts[] = {{"--df-cost-F=", offsetof(df_cost_params, instr_cycles)},
+              {"--df-cost-R=", offsetof(df_cost_params, byte_cycles)},
+              {"--df-cost-cluster-latency=", offsetof(df_cost_params, cluster_latency)},
+              {"--df-cost-hbm-latency=", offsetof(df_cost_params, hbm_latency)}};
+  *matched = false;
+  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+    size_t n = strlen(opts[i].prefix);
+    if (strncmp(arg, opts[i].prefix, n))
+      continue;
+    *matched = true;
+    char *end = NULL;
+    double v = strtod(arg + n, &end);
+    if (end == arg + n || *end || !(v >= 0) || v > 1e300) {
+      fprintf(stderr, "df-translate: %s expects a finite number >= 0, got '%s'\n",
+              opts[i].prefix, arg + n);
+      return false;
+    }
+    *(double *)((char *)c + opts[i].field) = v;
+  }
+  return true;
 }
 
 /* The kernel of the module's plan as PTX (malloc'ed), with the module's
@@ -227,6 +274,11 @@ static const translation translations[] = {
     {"--df-plan-dump",
      "print a plan blob, or the plan held in IR, as text (--json: as one JSON object)", true,
      plan_dump, false, false},
+    {"--df-plan-cost",
+     "print the structural dispatch cost of a plan blob or the plan in IR: per-CTA dispatch "
+     "cycles, instruction counts, the critical path (--df-cost-F= -R= -cluster-latency= "
+     "-hbm-latency=)",
+     true, plan_cost, false, false},
     {"--df-to-ptx",
      "emit the persistent kernel for the plan as PTX: the module's MLIR handler bodies, "
      "--df-link=FILE.bc handler bitcode, --df-sm=sm_90a|sm_90 target",
@@ -254,13 +306,20 @@ static void usage(FILE *out) {
                "ignores its plan parameters\n"
                "  --df-kernel-features=plan|all\n"
                "                       plan (default): only the plan's protocol paths; all: "
-               "every path, for any plan of the program\n");
+               "every path, for any plan of the program\n"
+               "cost options (--df-plan-cost; docs/fusion.md):\n"
+               "  --df-cost-F=N        cycles per dispatched instruction (default 40)\n"
+               "  --df-cost-R=N        cycles per record or payload byte (default 0.0625)\n"
+               "  --df-cost-cluster-latency=N, --df-cost-hbm-latency=N\n"
+               "                       transfer edge latencies (defaults 200, 1000)\n");
 }
 
 int main(int argc, char **argv) {
   const char *input = NULL, *output = NULL;
   const translation *chosen = NULL;
   bool json = false, embed = false, all_features = false, kernel_opts = false;
+  bool cost_opts = false, cost_match = false;
+  df_cost_params cost = df_cost_params_default();
   const char *sm = NULL, *links[16];
   unsigned link_count = 0;
   for (int i = 1; i < argc; i++) {
@@ -278,6 +337,10 @@ int main(int argc, char **argv) {
         return 2;
       }
       chosen = t;
+    } else if (!parse_cost_option(argv[i], &cost, &cost_match)) {
+      return 2;
+    } else if (cost_match) {
+      cost_opts = true;
     } else if (!strcmp(argv[i], "--json")) {
       json = true;
     } else if (!strncmp(argv[i], "--df-sm=", 8)) {
@@ -345,7 +408,13 @@ int main(int argc, char **argv) {
     free(text);
     return 2;
   }
-  tr_input in = {{NULL}, NULL, 0, json, sm, {NULL}, link_count, output, embed, all_features};
+  if (cost_opts && chosen->run != plan_cost) {
+    fprintf(stderr, "df-translate: --df-cost-* options apply to --df-plan-cost only\n");
+    free(text);
+    return 2;
+  }
+  tr_input in = {{NULL}, NULL, 0,        json,         sm,  {NULL},
+                 link_count, output, embed, all_features, cost};
   for (unsigned i = 0; i < link_count; i++)
     in.links[i] = links[i];
   bool is_blob = len >= DF_BLOB_MAGIC_BYTES && !memcmp(text, DF_BLOB_MAGIC, DF_BLOB_MAGIC_BYTES);

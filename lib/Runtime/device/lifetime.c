@@ -15,12 +15,16 @@ static bool pending_overlap(const df_rt *rt, uint32_t slot_id) {
   return lo < rt->pend_hi && rt->pend_lo < lo + s->bytes;
 }
 
-/* Whether the instruction writes (output slot, receive targets) bytes a
-   pending bulk send may still read. */
+/* Whether the instruction writes (output slots of all its parts, receive
+   targets) bytes a pending bulk send may still read. A fused instruction's
+   part records follow its first (args word 15 = part count,
+   docs/fusion.md). */
 static bool writes_pending(const df_rt *rt, const df_abi_args *a, const df_abi_comm *c,
                            uint32_t n) {
-  if (pending_overlap(rt, a->output_slot))
-    return true;
+  const uint32_t parts = a->reserved1 ? a->reserved1 : 1;
+  for (uint32_t p = 0; p < parts; p++)
+    if (pending_overlap(rt, a[p].output_slot))
+      return true;
   const uint32_t recv = DF_KIND_BIT(DF_COMM_CLUSTER_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV) |
                         DF_KIND_BIT(DF_COMM_HBM_RECV_ISSUE) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT);
   for (uint32_t i = 0; i < n; i++)

@@ -51,11 +51,17 @@ df_status hb_check_landing(hb_run *r, uint32_t from, uint32_t send, uint32_t x, 
     const df_abi_instr *in = &k->instrs[i];
     if (in->opcode == DF_ABI_OP_EXIT)
       break;
-    const df_abi_args *a = args_of(r, i);
-    if (!r->handler_done[i]) {
+    /* every part of a fused instruction; an input an earlier part writes
+       (inner[]) is new contents, written after the instruction's receives */
+    uint32_t inner[DF_FUSE_MAX_PARTS], ninner = 0;
+    for (uint32_t part = 0; !r->handler_done[i] && part < hb_parts(k, i); part++) {
+      const df_abi_args *a = hb_part_args(k, i, part);
       for (uint32_t n = 0; n < a->input_slot_count; n++) {
         uint32_t s = k->input_slots[a->input_slot_offset + n];
-        if ((pos == rpos && s == dst) || !hb_regions_overlap(g, whole_slot(r, x, s)))
+        bool written = false;
+        for (uint32_t j = 0; j < ninner && !written; j++)
+          written = inner[j] == s;
+        if (written || (pos == rpos && s == dst) || !hb_regions_overlap(g, whole_slot(r, x, s)))
           continue;
         snprintf(what, sizeof what, "still has to read the old contents as input %u (slot %u)", n,
                  s);
@@ -67,6 +73,8 @@ df_status hb_check_landing(hb_run *r, uint32_t from, uint32_t send, uint32_t x, 
                  "writes its output slot %u over those bytes before the receive", a->output_slot);
         return conflict(r, from, send, x, recv, g, i, what);
       }
+      if (a->output_slot != HB_S)
+        inner[ninner++] = a->output_slot;
     }
     if (pos == rpos)
       break;
@@ -119,10 +127,19 @@ static df_status foreign(hb_run *r, uint32_t instr, uint32_t n, uint32_t s, hb_r
 }
 
 df_status hb_check_inputs(hb_run *r, hb_cta *c, uint32_t instr) {
+  return hb_check_part_inputs(r, c, instr, args_of(r, instr), NULL, 0);
+}
+
+df_status hb_check_part_inputs(hb_run *r, hb_cta *c, uint32_t instr, const df_abi_args *a,
+                               const uint32_t *skip, uint32_t nskip) {
   const df_packed *k = r->k;
-  const df_abi_args *a = args_of(r, instr);
   for (uint32_t n = 0; n < a->input_slot_count; n++) {
     uint32_t s = k->input_slots[a->input_slot_offset + n];
+    bool inner = false;
+    for (uint32_t j = 0; j < nskip && !inner; j++)
+      inner = skip[j] == s;
+    if (inner)
+      continue;
     hb_region g = whole_slot(r, c->id, s);
     uint32_t b, e, owner;
     if (hb_find_unwritten(r, g, &b, &e)) {

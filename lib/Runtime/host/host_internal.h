@@ -238,6 +238,20 @@ df_status hb_check_landing(hb_run *r, uint32_t from, uint32_t send, uint32_t x, 
                            hb_region g);
 /* Every input of the instruction about to dispatch was written. */
 df_status hb_check_inputs(hb_run *r, hb_cta *c, uint32_t instr);
+/* Inputs of one args record of `instr` (a part of a fused instruction),
+   skipping the slots in skip[0..nskip) (written by earlier parts inside
+   the same call). */
+df_status hb_check_part_inputs(hb_run *r, hb_cta *c, uint32_t instr, const df_abi_args *a,
+                               const uint32_t *skip, uint32_t nskip);
+/* Parts of a packed instruction (args word 15: 0 = 1 part) and the args
+   record of part `i` (docs/fusion.md). */
+static inline uint32_t hb_parts(const df_packed *k, uint32_t instr) {
+  uint32_t n = k->args[k->instrs[instr].arg_offset / sizeof(df_abi_args)].reserved1;
+  return n ? n : 1;
+}
+static inline const df_abi_args *hb_part_args(const df_packed *k, uint32_t instr, uint32_t i) {
+  return &k->args[k->instrs[instr].arg_offset / sizeof(df_abi_args) + i];
+}
 
 /* ---- transfers (cluster.c, hbm.c) ------------------------------------------------ */
 df_status hb_cluster_recv(hb_run *r, hb_cta *c, uint32_t j, hb_step_result *res);

@@ -13,11 +13,19 @@ df_status df_host_resolve_handlers(const df_packed *k, df_host_symbol_lookup loo
   for (uint32_t h = 0; h < k->handler_count; h++) {
     const df_handler *d = &k->handlers[h];
     void *p = lookup(user, d->symbol);
+    if (!p && d->part_count) {
+      out[h] = NULL; /* a composite: the backend runs its parts */
+      continue;
+    }
     if (!p)
       return df_status_errorf(DF_EINVAL,
                               "handler %u '%s' (%s): symbol '%s' not found in the host handler "
-                              "library",
-                              h, d->name, df_op_kind_name(d->kind), d->symbol);
+                              "library%s",
+                              h, d->name, df_op_kind_name(d->kind), d->symbol,
+                              strchr(d->name, '+')
+                                  ? " (a composite of fused instructions: make the library "
+                                    "with df-translate --df-to-host from the fused plan)"
+                                  : "");
     df_handler_fn f;
     memcpy(&f, &p, sizeof f);
     out[h] = f;

@@ -70,9 +70,11 @@ df_status hb_setup_maps(hb_run *r) {
   for (uint32_t i = 0; i < ni; i++) {
     if (k->instrs[i].opcode == DF_ABI_OP_EXIT)
       continue;
-    uint32_t out = k->args[k->instrs[i].arg_offset / sizeof(df_abi_args)].output_slot;
-    if (out < k->slot_count)
-      r->slot_produced[out] = 1;
+    for (uint32_t part = 0; part < hb_parts(k, i); part++) {
+      uint32_t out = hb_part_args(k, i, part)->output_slot;
+      if (out < k->slot_count)
+        r->slot_produced[out] = 1;
+    }
   }
   return map_comms(r);
 }

@@ -27,6 +27,19 @@ static const char *handler_symbol(const df_packed *k, uint32_t h) {
   return k->handlers && h < k->handler_count ? k->handlers[h].symbol : "?";
 }
 
+/* Composite `h` lists `parts` part handlers, each provided. */
+static bool parts_provided(const hb_run *r, uint32_t h, uint32_t parts) {
+  const df_packed *k = r->k;
+  if (!k->handlers || h >= k->handler_count || k->handlers[h].part_count != parts)
+    return false;
+  for (uint32_t i = 0; i < parts; i++) {
+    uint32_t p = k->handlers[h].parts[i];
+    if (p >= r->handler_count || !r->handlers[p])
+      return false;
+  }
+  return true;
+}
+
 static df_status check_instr(hb_run *r, uint32_t i) {
   const df_packed *k = r->k;
   const df_abi_instr *in = &k->instrs[i];
@@ -37,11 +50,19 @@ static df_status check_instr(hb_run *r, uint32_t i) {
                    "%s: unknown opcode %u", at, in->opcode);
   if (in->opcode == DF_ABI_OP_EXIT)
     return df_status_ok();
-  const df_abi_args *a = &k->args[in->arg_offset / sizeof(df_abi_args)];
-  if (a->output_slot != HB_S && a->output_slot >= k->slot_count)
+  uint32_t first = in->arg_offset / sizeof(df_abi_args), parts = hb_parts(k, i);
+  if (parts > DF_FUSE_MAX_PARTS || (uint64_t)first + parts > k->arg_count)
     return hb_fail(r, DF_HOST_DIAG_INVALID_PLAN, hb_site_at(r, i, HB_S),
-                   "%s: output slot %u out of range (%u slots)", at, a->output_slot,
-                   k->slot_count);
+                   "%s: fused instruction of %u parts from args record %u exceeds %u parts or "
+                   "%u args records",
+                   at, parts, first, DF_FUSE_MAX_PARTS, k->arg_count);
+  for (uint32_t part = 0; part < parts; part++) {
+    const df_abi_args *a = hb_part_args(k, i, part);
+    if (a->output_slot != HB_S && a->output_slot >= k->slot_count)
+      return hb_fail(r, DF_HOST_DIAG_INVALID_PLAN, hb_site_at(r, i, HB_S),
+                     "%s: output slot %u out of range (%u slots)", at, a->output_slot,
+                     k->slot_count);
+  }
   uint32_t h = in->handler_id;
   if (h == HB_S)
     return df_status_ok();
@@ -49,11 +70,16 @@ static df_status check_instr(hb_run *r, uint32_t i) {
     return hb_fail(r, DF_HOST_DIAG_INVALID_PLAN, hb_site_at(r, i, HB_S),
                    "%s: a cluster_sync instruction cannot carry a handler", at);
   if (h >= r->handler_count || !r->handlers || !r->handlers[h]) {
+    if (parts > 1 && h < r->handler_count && r->handlers && parts_provided(r, h, parts))
+      return df_status_ok(); /* the backend runs the composite's parts */
     hb_site s = hb_site_at(r, i, HB_S);
     return hb_fail(r, DF_HOST_DIAG_MISSING_HANDLER, s,
                    "%s needs handler %u '%s' (%s), which was not provided (%u handler "
-                   "functions given)",
-                   at, h, handler_name(k, h), handler_symbol(k, h), r->handler_count);
+                   "functions given)%s",
+                   at, h, handler_name(k, h), handler_symbol(k, h), r->handler_count,
+                   parts > 1 ? "; a fused instruction needs its composite function or, with "
+                               "a packed composite table entry, every part's function"
+                             : "");
   }
   return df_status_ok();
 }

@@ -1,0 +1,63 @@
+/* See attention_program.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention_program.h"
+
+static void die(df_status s, const char *what) {
+  if (s.code != DF_OK) {
+    fprintf(stderr, "bench: %s: %s\n", what, s.message);
+    exit(1);
+  }
+}
+
+df_program *bench_attention_program(void) {
+  df_program *p;
+  die(df_program_create(NULL, "attention", &p), "program");
+  die(df_program_add_axis(p, "batch"), "axis");
+  die(df_program_add_axis(p, "head"), "axis");
+  die(df_program_add_range(p, "kv", "seq_lens"), "range");
+  df_field f[2];
+  memset(f, 0, sizeof f);
+  strcpy(f[0].name, "lse");
+  f[0].dtype = DF_DTYPE_FLOAT32;
+  strcpy(f[1].name, "o");
+  f[1].dtype = DF_DTYPE_FLOAT32; /* decode: o[128] per head group */
+  f[1].rank = 1;
+  f[1].shape[0] = 128;
+  int32_t t;
+  die(df_program_add_type(p, "AttnInter", 2, f, &t), "type");
+  df_param sk[2] = {{"seq", DF_PARAM_SCALAR, -1}, {"K", DF_PARAM_TENSOR, -1}};
+  df_param cb[1] = {{"items", DF_PARAM_INTER_LIST, t}};
+  df_param fz[2] = {{"inter", DF_PARAM_INTER, t}, {"O", DF_PARAM_TENSOR, -1}};
+  int32_t o0, o1, o2;
+  die(df_program_add_operator(p, "split_kv", DF_OPK_ITER, 2, sk, t, &o0), "op");
+  die(df_program_add_operator(p, "combine", DF_OPK_REDUCE, 1, cb, t, &o1), "op");
+  die(df_program_add_operator(p, "finalize", DF_OPK_FINALIZE, 2, fz, -1, &o2), "op");
+  df_stage s;
+  memset(&s, 0, sizeof s);
+  s.logical_type = -1;
+  strcpy(s.name, "partial");
+  s.kind = DF_STAGE_MAP;
+  s.op = o0;
+  s.input = -1;
+  strcpy(s.range_axis, "kv");
+  s.type = t;
+  die(df_program_add_stage(p, &s, NULL), "stage");
+  memset(s.range_axis, 0, sizeof s.range_axis);
+  strcpy(s.name, "reduce");
+  s.kind = DF_STAGE_REDUCE;
+  s.op = o1;
+  s.input = 0;
+  die(df_program_add_stage(p, &s, NULL), "stage");
+  strcpy(s.name, "finalize");
+  s.kind = DF_STAGE_FINALIZE;
+  s.op = o2;
+  s.input = 1;
+  s.type = -1;
+  die(df_program_add_stage(p, &s, NULL), "stage");
+  die(df_program_validate(p), "validate");
+  return p;
+}
+
