@@ -26,6 +26,7 @@ import json
 import os
 import statistics
 import sys
+import types
 from pathlib import Path
 
 import torch
@@ -33,7 +34,12 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "python-bindings"))
+# The bindings' libdfrt layer only: a bare package object, so that the
+# package's __init__ (which needs libdf.so, not built on the GPU machine)
+# does not run.
+_pkg = types.ModuleType("dataflow")
+_pkg.__path__ = [str(ROOT / "python-bindings" / "dataflow")]
+sys.modules["dataflow"] = _pkg
 from dataflow._ctypes_rt import (df_rt_executable_options, df_rt_module_options,  # noqa: E402
                                  df_rt_tensor)
 from dataflow._cuda_backend import runtime_context  # noqa: E402
