@@ -18,16 +18,16 @@ ROW_BYTES = 2 * 128 * 2          # one K row + one V row of one KV head (fp16)
 SM_BYTES_PER_US = 4.0e12 / SMS / 1e6  # an SM's share of ~4 TB/s
 ITER_US = 1.5                     # per partial: dispatch, Q load, pipeline fill, merge, send
 REDUCE_US, REDUCE_PER_INPUT_US, FINAL_US = 1.0, 0.05, 0.3
-HBM_EDGE_US = 2.0                 # partial on another SM: flag + staging copy
+HBM_EDGE_US = 1.0                 # partial on another SM: flag + staging copy (parallel)
 SHARED_BUDGET = 150 * 1024        # per-CTA slot arena we allow (the kernel has 34 KB static)
 INTER_BYTES = 1040
 
 
-def makespan(task_lens, block):
-    """Modelled time of the round_robin / all_at_once plan for block."""
+def makespan(task_lens, block, defer):
+    """Modelled time of the round_robin / all_at_once plan for block (with
+    defer: every SM's ITERs before its reduces, df-schedule defer-reduces)."""
     queues = [[] for _ in range(SMS)]
     nxt = 0
-    ready = {}
     for t, n in enumerate(task_lens):
         blocks = []
         for b in range(0, n, block):
@@ -36,6 +36,9 @@ def makespan(task_lens, block):
             queues[sm].append(("iter", t, len(blocks), min(block, n - b)))
             blocks.append(sm)
         queues[blocks[0]].append(("reduce", t, blocks))
+    if defer:
+        queues = [[op for op in q if op[0] == "iter"] + [op for op in q if op[0] == "reduce"]
+                  for q in queues]
     # shared bytes a CTA needs at most: every partial it produces or receives
     held = [0] * SMS
     for sm, q in enumerate(queues):
@@ -69,15 +72,17 @@ def makespan(task_lens, block):
     return max(clock), max(held)
 
 
-def choose_block(task_lens):
+def choose_block(task_lens, defers=(False, True)):
+    """(block, defer, modelled us) with the smallest modelled makespan."""
     best = None
     longest = max(task_lens)
-    for block in range(256, longest + 256, 256):
-        t, held = makespan(task_lens, block)
-        if held > SHARED_BUDGET:
-            continue
-        if best is None or t < best[1] - 1e-9:
-            best = (block, t)
+    for defer in defers:
+        for block in range(256, longest + 256, 256):
+            t, held = makespan(task_lens, block, defer)
+            if held > SHARED_BUDGET:
+                continue
+            if best is None or t < best[2] - 1e-9:
+                best = (block, defer, t)
     return best
 
 
@@ -101,11 +106,19 @@ def cases():
     r = random.Random(1032)
     add("s32", [min(32768, max(16, int(r.lognormvariate(math.log(1024), 1.2)))) for _ in range(32)],
         "skewed B=32: log-normal (median 1K, sigma 1.2, synthetic chat-like; seed 1032)")
+    # Variants for the analysis (bench/README.md): the skewed batches with the
+    # reduces in emission order, and one uniform case without the L2 prefetch.
+    for base in [c for c in out if c["name"] in ("s16", "s64", "s32")]:
+        out.append(dict(base, name=base["name"] + ".inline", defers=(False,),
+                        what=base["what"] + "; reduces in emission order"))
+    u = next(c for c in out if c["name"] == "u8x32k")
+    out.append(dict(u, name="u8x32k.nopf", cflags="-DAHEAD=1", what=u["what"] + "; no L2 prefetch"))
     for c in out:
         lens = c["lens"]
         c["lmax"] = 1 << max(12, math.ceil(math.log2(max(lens))))
         tl = [n for n in lens for _ in range(HKV)]
-        c["block"], c["model_us"] = choose_block(tl)
+        c["block"], c["defer"], c["model_us"] = choose_block(tl, c.pop("defers", (False, True)))
+        c.setdefault("cflags", "")
         c["tokens"] = sum(lens)
         c["kv_bytes"] = sum(lens) * HKV * ROW_BYTES
     return out
@@ -117,4 +130,4 @@ if __name__ == "__main__":
         json.dump(cs, f, indent=1)
     for c in cs:
         print(f"{c['name']}: B={len(c['lens'])} tokens={c['tokens']} lmax={c['lmax']} "
-              f"block={c['block']} model={c['model_us']:.1f}us kv={c['kv_bytes']/1e6:.1f}MB")
+              f"block={c['block']} defer={c['defer']} model={c['model_us']:.1f}us kv={c['kv_bytes']/1e6:.1f}MB")

@@ -37,6 +37,9 @@
 #define LN2 0.6931471805599453f
 #define MAX_WARPS 16 /* up to 512 threads take part; more threads idle */
 #define STEP 16      /* keys per warp step (two n8 tiles of the QK mma) */
+#ifndef AHEAD
+#define AHEAD 4 /* steps between the L2 prefetch of a step and its compute */
+#endif
 
 typedef struct gqa_inter {
   float lse[G];
@@ -100,6 +103,18 @@ static inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
 static __attribute__((address_space(3))) float red_o[MAX_WARPS][G][D];
 static __attribute__((address_space(3))) float red_m[MAX_WARPS][G];
 static __attribute__((address_space(3))) float red_l[MAX_WARPS][G];
+
+/* L2 prefetch of a later step: one 256-byte row per lane (lanes 0-15 K,
+   16-31 V), rows past the range end skipped. Nothing lands in registers,
+   so the bytes in flight per SM are not bounded by the register file. */
+static inline void prefetch_step(const _Float16 *Kt, const _Float16 *Vt, uint32_t pos,
+                                 uint32_t end, uint32_t lane) {
+  uint32_t key = pos + (lane & 15);
+  if (key < end) {
+    const _Float16 *p = (lane < 16 ? Kt : Vt) + (uint64_t)key * (HKV * D);
+    __asm__ volatile("cp.async.bulk.prefetch.L2.global [%0], 256;" ::"l"(p) : "memory");
+  }
+}
 
 /* Loads of one warp step (STEP keys from pos; rows past the range end
    read the last row, whose scores are masked): lane (g, t) holds
@@ -207,16 +222,21 @@ void gqa_partial(const df_ctx *ctx) {
   const uint32_t stride = STEP * warps, last = end - 1;
   uint32_t ka[32], va[32], kb[32], vb[32];
   uint32_t pos = begin + STEP * warp;
-  if (active && pos < end)
+  if (active && pos < end) {
     load_step(ka, va, Kt, Vt, pos, last, g, t);
+    _Pragma("unroll") for (uint32_t a = 1; a < AHEAD; a++)
+      prefetch_step(Kt, Vt, pos + a * stride, end, lane);
+  }
   while (active && pos < end) {
     uint32_t p1 = pos + stride;
+    prefetch_step(Kt, Vt, pos + AHEAD * stride, end, lane);
     if (p1 < end)
       load_step(kb, vb, Kt, Vt, p1, last, g, t);
     step(&st, ka, va, qf, pos, end, t);
     if (p1 >= end)
       break;
     uint32_t p2 = p1 + stride;
+    prefetch_step(Kt, Vt, p1 + AHEAD * stride, end, lane);
     if (p2 < end)
       load_step(ka, va, Kt, Vt, p2, last, g, t);
     step(&st, kb, vb, qf, p1, end, t);

@@ -362,6 +362,11 @@ typedef struct df_schedule_options {
   df_iter_buckets buckets;
   uint32_t bucket_size; /* 0: block_size */
   df_exact_lengths exact_lengths;
+  /* df extension (off by default): all_at_once queues hold every ITER
+     before the REDUCEs and FINALIZEs (each group in id order), so an SM
+     never waits in a reduce for partials that other SMs compute later in
+     their queues; instruction ids and records are unchanged. */
+  bool defer_reduces;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */

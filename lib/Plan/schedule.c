@@ -160,6 +160,21 @@ void df_sched_transfer(df_sched *s, uint32_t src_instr, uint32_t dst_instr, uint
 
 /* ---- all_at_once (REFERENCE 2.4) ------------------------------------------ */
 
+/* Queue order with every ITER first (defer_reduces): ids 0..n in two
+   passes, ITERs then the rest. */
+static df_status defer_reduces(df_sched *s) {
+  const df_plan *p = s->p;
+  s->order = df_alloc(&s->p->alloc, sizeof(uint32_t) * (p->instr_count ? p->instr_count : 1));
+  if (!s->order)
+    return df_status_errorf(DF_ENOMEM, "out of memory ordering %u instructions", p->instr_count);
+  s->order_count = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t id = 0; id < p->instr_count; id++)
+      if ((p->instrs[id].op == DF_INSTR_ITER) == (pass == 0))
+        s->order[s->order_count++] = id;
+  return df_status_ok();
+}
+
 df_status df_schedule_all_at_once(df_sched *s) {
   const df_range_lengths *r = s->range;
   bool rr = s->o->policy == DF_POLICY_ROUND_ROBIN;
@@ -210,6 +225,8 @@ df_status df_schedule_all_at_once(df_sched *s) {
     if (fin)
       df_sched_instr(s, DF_INSTR_FINALIZE, t, red_sm, s->finalize, &red_slot, 1, DF_SENTINEL);
   }
+  if (s->o->defer_reduces && reduce)
+    return defer_reduces(s);
   return df_status_ok();
 }
 
