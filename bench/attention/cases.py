@@ -16,7 +16,7 @@ SMS = 132
 HKV = 8
 ROW_BYTES = 2 * 128 * 2          # one K row + one V row of one KV head (fp16)
 SM_BYTES_PER_US = 4.0e12 / SMS / 1e6  # an SM's share of ~4 TB/s
-ITER_US = 1.5                     # per partial: dispatch, Q load, pipeline fill, merge, send
+ITER_US = 3.0                     # per partial: dispatch, Q load, pipeline fill, merge, send
 REDUCE_US, REDUCE_PER_INPUT_US, FINAL_US = 1.0, 0.05, 0.3
 HBM_EDGE_US = 1.0                 # partial on another SM: flag + staging copy (parallel)
 SHARED_BUDGET = 150 * 1024        # per-CTA slot arena we allow (the kernel has 34 KB static)
@@ -72,12 +72,12 @@ def makespan(task_lens, block, defer):
     return max(clock), max(held)
 
 
-def choose_block(task_lens, defers=(False, True)):
+def choose_block(task_lens, defers=(False, True), blocks=None):
     """(block, defer, modelled us) with the smallest modelled makespan."""
     best = None
     longest = max(task_lens)
     for defer in defers:
-        for block in range(256, longest + 256, 256):
+        for block in blocks or range(256, longest + 256, 256):
             t, held = makespan(task_lens, block, defer)
             if held > SHARED_BUDGET:
                 continue
@@ -112,12 +112,16 @@ def cases():
         out.append(dict(base, name=base["name"] + ".inline", defers=(False,),
                         what=base["what"] + "; reduces in emission order"))
     u = next(c for c in out if c["name"] == "u8x32k")
-    out.append(dict(u, name="u8x32k.nopf", cflags="-DAHEAD=1", what=u["what"] + "; no L2 prefetch"))
+    out.append(dict(u, name="u8x32k.pf4", cflags="-DAHEAD=4",
+                    what=u["what"] + "; L2 bulk prefetch 4 steps ahead"))
+    u = next(c for c in out if c["name"] == "u1x128k")
+    for b in (4096, 16384):
+        out.append(dict(u, name=f"u1x128k.b{b}", blocks=(b,), what=u["what"] + f"; block {b}"))
     for c in out:
         lens = c["lens"]
         c["lmax"] = 1 << max(12, math.ceil(math.log2(max(lens))))
         tl = [n for n in lens for _ in range(HKV)]
-        c["block"], c["defer"], c["model_us"] = choose_block(tl, c.pop("defers", (False, True)))
+        c["block"], c["defer"], c["model_us"] = choose_block(tl, c.pop("defers", (False, True)), c.pop("blocks", None))
         c.setdefault("cflags", "")
         c["tokens"] = sum(lens)
         c["kv_bytes"] = sum(lens) * HKV * ROW_BYTES

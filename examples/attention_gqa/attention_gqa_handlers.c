@@ -38,7 +38,10 @@
 #define MAX_WARPS 16 /* up to 512 threads take part; more threads idle */
 #define STEP 16      /* keys per warp step (two n8 tiles of the QK mma) */
 #ifndef AHEAD
-#define AHEAD 4 /* steps between the L2 prefetch of a step and its compute */
+/* Steps between an L2 bulk prefetch of a step and its compute; 0 = none.
+   Off: on the H200 prefetching 4 (or 1) steps ahead made every case
+   10-17 % slower (bench/README.md). */
+#define AHEAD 0
 #endif
 
 typedef struct gqa_inter {
@@ -224,19 +227,22 @@ void gqa_partial(const df_ctx *ctx) {
   uint32_t pos = begin + STEP * warp;
   if (active && pos < end) {
     load_step(ka, va, Kt, Vt, pos, last, g, t);
-    _Pragma("unroll") for (uint32_t a = 1; a < AHEAD; a++)
-      prefetch_step(Kt, Vt, pos + a * stride, end, lane);
+    if (AHEAD)
+      _Pragma("unroll") for (uint32_t a = 1; a < AHEAD; a++)
+        prefetch_step(Kt, Vt, pos + a * stride, end, lane);
   }
   while (active && pos < end) {
     uint32_t p1 = pos + stride;
-    prefetch_step(Kt, Vt, pos + AHEAD * stride, end, lane);
+    if (AHEAD)
+      prefetch_step(Kt, Vt, pos + AHEAD * stride, end, lane);
     if (p1 < end)
       load_step(kb, vb, Kt, Vt, p1, last, g, t);
     step(&st, ka, va, qf, pos, end, t);
     if (p1 >= end)
       break;
     uint32_t p2 = p1 + stride;
-    prefetch_step(Kt, Vt, p1 + AHEAD * stride, end, lane);
+    if (AHEAD)
+      prefetch_step(Kt, Vt, p1 + AHEAD * stride, end, lane);
     if (p2 < end)
       load_step(ka, va, Kt, Vt, p2, last, g, t);
     step(&st, kb, vb, qf, p1, end, t);

@@ -66,16 +66,19 @@ static bool copy_path_group(const df_rt *rt, const df_abi_comm *c, uint32_t i, u
 }
 
 /* Fast path of the thread-copy receives of one instruction, taken when
-   every flag is already set (the usual case for a reduce whose partials
-   were produced long before): one acquire load per segment, spread over
-   the threads, one bar.red.and, then every warp copies whole segments of
+   every flag is set within a short bounded wait (the usual case for a
+   reduce whose partials are produced at about the same time): the flags
+   are spread over the threads, each polls its own up to FAST_POLLS times,
+   one bar.red.and, then every warp copies whole segments of
    its own and the leader arrives on each transfer's barrier. The serial
    path (recv_copy) pays a flag round trip and a copy per transfer one
    after the other: ~2 us each, 30 us for a reduce over 16 partials.
    Visibility: the producer's release store is acquired by the polling
    thread; bar.red orders that before every thread's reads of staging.
-   Returns false (nothing copied) when a flag is missing; the caller then
-   takes the serial path, which waits with progress marks and abort checks. */
+   Returns false (nothing copied) when a flag is still missing; the caller
+   then takes the serial path, which waits with progress marks and abort
+   checks (so a hung transfer is still named by the watchdog). */
+#define FAST_POLLS 32u
 static bool recv_copy_ready(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   const uint32_t warps = rt->threads >> 5; /* full warps copy; a partial one idles */
   if (warps == 0)
@@ -89,7 +92,12 @@ static bool recv_copy_ready(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
       if (seg % rt->threads == rt->tid) {
         const df_abi_slot *dst = df_rt_slot(rt, c[i + j].dst_slot_id);
         uint64_t a = df_gaddr(&rt->flags[df_comm_flag(&c[i + j], dst)]);
-        ready = ready && df_ptx_ld_acquire_gpu(a) >= c[i + j].flag_epoch;
+        bool set = df_ptx_ld_acquire_gpu(a) >= c[i + j].flag_epoch;
+        for (uint32_t p = 1; ready && !set && p < FAST_POLLS; p++) {
+          df_ptx_nanosleep(DF_POLL_SLEEP_NS);
+          set = df_ptx_ld_acquire_gpu(a) >= c[i + j].flag_epoch;
+        }
+        ready = ready && set;
       }
   }
   if (!__nvvm_bar0_and(ready))
