@@ -53,99 +53,24 @@ static void recv_bulk(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
   df_rt_bit_put(rt, rt->issued_bits, b, false);
 }
 
-/* Whether c[i] starts a transfer the thread-copy path receives (a receive
-   kind at segment 0 that the bulk path does not take); *g = its records. */
-static bool copy_path_group(const df_rt *rt, const df_abi_comm *c, uint32_t i, uint32_t n,
-                            uint32_t *g) {
-  uint32_t k = c[i].kind;
-  if ((k != DF_COMM_HBM_RECV && k != DF_COMM_HBM_RECV_WAIT) ||
-      (c[i].segment_count > 1 && c[i].segment_id))
-    return false;
-  *g = df_comm_group(&c[i], i, n);
-  return !df_rt_hbm_bulk_ok(rt, &c[i], *g);
-}
-
-/* Fast path of the thread-copy receives of one instruction, taken when
-   every flag is set within a short bounded wait (the usual case for a
-   reduce whose partials are produced at about the same time): the flags
-   are spread over the threads, each polls its own up to FAST_POLLS times,
-   one bar.red.and, then every warp copies whole segments of
-   its own and the leader arrives on each transfer's barrier. The serial
-   path (recv_copy) pays a flag round trip and a copy per transfer one
-   after the other: ~2 us each, 30 us for a reduce over 16 partials.
-   Visibility: the producer's release store is acquired by the polling
-   thread; bar.red orders that before every thread's reads of staging.
-   Returns false (nothing copied) when a flag is still missing; the caller
-   then takes the serial path, which waits with progress marks and abort
-   checks (so a hung transfer is still named by the watchdog). */
-#define FAST_POLLS 32u
-static bool recv_copy_ready(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
-  const uint32_t warps = rt->threads >> 5; /* full warps copy; a partial one idles */
-  if (warps == 0)
-    return false;
-  bool ready = true;
-  uint32_t seg = 0, g;
-  for (uint32_t i = 0; i < n; i++) {
-    if (!copy_path_group(rt, c, i, n, &g))
-      continue;
-    for (uint32_t j = 0; j < g; j++, seg++)
-      if (seg % rt->threads == rt->tid) {
-        const df_abi_slot *dst = df_rt_slot(rt, c[i + j].dst_slot_id);
-        uint64_t a = df_gaddr(&rt->flags[df_comm_flag(&c[i + j], dst)]);
-        bool set = df_ptx_ld_acquire_gpu(a) >= c[i + j].flag_epoch;
-        for (uint32_t p = 1; ready && !set && p < FAST_POLLS; p++) {
-          df_ptx_nanosleep(DF_POLL_SLEEP_NS);
-          set = df_ptx_ld_acquire_gpu(a) >= c[i + j].flag_epoch;
-        }
-        ready = ready && set;
-      }
-  }
-  if (!__nvvm_bar0_and(ready))
-    return false;
-  const uint32_t lane = rt->tid & 31u, warp = rt->tid >> 5;
-  seg = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    if (!copy_path_group(rt, c, i, n, &g))
-      continue;
-    for (uint32_t j = 0; j < g; j++, seg++) {
-      if (seg % warps != warp)
-        continue;
-      const df_abi_slot *src = df_rt_slot(rt, c[i + j].src_slot_id);
-      const df_abi_slot *dst = df_rt_slot(rt, c[i + j].dst_slot_id);
-      uint32_t off = c[i + j].byte_offset;
-      df_rt_copy_warp(df_rt_slot_ptr(rt, dst) + off, rt->staging + dst->global_offset + off,
-                      df_comm_bytes(&c[i + j], src, dst), lane);
-    }
-    uint32_t b = df_comm_barrier(&c[i], df_rt_slot(rt, c[i].dst_slot_id));
-    if (df_rt_leader(rt) && b != DF_SENTINEL)
-      df_ptx_mbar_arrive(df_rt_bar_addr(rt, b));
-  }
-  return true;
-}
-
 /* HBM receives and waits (kinds 4, 7), one transfer (segment group) at a
    time; one block barrier at the end makes every target visible. */
 void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
-  bool bulk = false, copies = false;
-  uint32_t g;
+  bool bulk = false;
   for (uint32_t i = 0; i < n; i++) {
     uint32_t k = c[i].kind;
     if ((k != DF_COMM_HBM_RECV && k != DF_COMM_HBM_RECV_WAIT) ||
         (c[i].segment_count > 1 && c[i].segment_id))
       continue;
-    g = df_comm_group(&c[i], i, n);
+    uint32_t g = df_comm_group(&c[i], i, n);
     if (df_rt_hbm_bulk_ok(rt, &c[i], g)) {
       bulk = true;
       if (df_rt_leader(rt))
         recv_bulk(rt, &c[i], g);
     } else {
-      copies = true;
+      recv_copy(rt, &c[i], g);
     }
   }
-  if (copies && !recv_copy_ready(rt, c, n))
-    for (uint32_t i = 0; i < n; i++)
-      if (copy_path_group(rt, c, i, n, &g))
-        recv_copy(rt, &c[i], g);
   if (bulk && df_rt_leader(rt))
     df_ptx_fence_proxy_async_shared();
   df_ptx_bar_sync();

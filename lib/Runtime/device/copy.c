@@ -21,21 +21,3 @@ void df_rt_copy(const df_rt *rt, uint8_t *dst, const uint8_t *src, uint32_t n) {
   for (uint32_t i = done + rt->tid; i < n; i += rt->threads)
     dst[i] = src[i];
 }
-
-/* The same by the 32 lanes of one warp (whole segments per warp in the
-   parallel receive path). */
-void df_rt_copy_warp(uint8_t *dst, const uint8_t *src, uint32_t n, uint32_t lane) {
-  if (dst == src || n == 0)
-    return;
-  uint32_t done = 0;
-  if ((((uintptr_t)dst | (uintptr_t)src) & 15u) == 0) {
-    uint32_t vectors = n / 16;
-    df_v4u32 *d = (df_v4u32 *)dst;
-    const df_v4u32 *s = (const df_v4u32 *)src;
-    for (uint32_t i = lane; i < vectors; i += 32)
-      d[i] = s[i];
-    done = vectors * 16;
-  }
-  for (uint32_t i = done + lane; i < n; i += 32)
-    dst[i] = src[i];
-}

@@ -182,8 +182,6 @@ DF_RT uint64_t df_gaddr(const void *p) {
 void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_count);
 void df_rt_finish(const df_rt *rt);
 void df_rt_copy(const df_rt *rt, uint8_t *dst, const uint8_t *src, uint32_t n);
-/* The same copy by one warp (lane 0..31). */
-void df_rt_copy_warp(uint8_t *dst, const uint8_t *src, uint32_t n, uint32_t lane);
 void df_rt_source_guard(df_rt *rt, const df_abi_args *a, const df_abi_comm *c, uint32_t n);
 void df_rt_track_sends(df_rt *rt, const df_abi_comm *c, uint32_t n);
 void df_rt_cluster_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n);
