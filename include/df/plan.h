@@ -367,6 +367,11 @@ typedef struct df_schedule_options {
      never waits in a reduce for partials that other SMs compute later in
      their queues; instruction ids and records are unchanged. */
   bool defer_reduces;
+  /* df extension (off by default; round_robin all_at_once only): tasks are
+     emitted longest first (ties: lower task id) and each ITER goes to the
+     SM with the fewest range units placed so far (ties: lower SM) instead
+     of the next SM in turn, so skewed lengths spread evenly. */
+  bool balance_iters;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */

@@ -22,7 +22,8 @@ static const df_pass_info table[] = {
      "      task-extents=a[,b] policy=round_robin|cluster_local\n"
      "      reduce-strategy=all_at_once|streaming|streaming_tree include-exit=BOOL\n"
      "      force-hbm-comms=BOOL partial-only=BOOL iter-range-buckets=auto|1,2,generic|off\n"
-     "      iter-range-bucket-size=N iter-range-exact-lengths=l,l defer-reduces=BOOL\n",
+     "      iter-range-bucket-size=N iter-range-exact-lengths=l,l\n"
+     "      defer-reduces=BOOL balance-iters=BOOL (df extensions, all_at_once)\n",
      df_create_schedule_pass},
     {"df-allocate-barriers", "annotate slots and comms with barrier indices and phases", "",
      df_create_allocate_barriers_pass},

@@ -44,6 +44,7 @@ static const df_shared_entry layouts[] = {
     SIZE(df_plan), OFF(df_plan, instrs), OFF(df_plan, queue_ids),
     SIZE(df_range_lengths), SIZE(df_schedule_options), OFF(df_schedule_options, buckets),
     OFF(df_schedule_options, exact_lengths), OFF(df_schedule_options, defer_reduces),
+    OFF(df_schedule_options, balance_iters),
     SIZE(df_barrier_alloc), SIZE(df_layout_options), SIZE(df_handler), OFF(df_handler, symbol),
     SIZE(df_named_index), SIZE(df_launch_package), OFF(df_launch_package, needs_flag_reset),
     OFF(df_launch_package, barrier_init_indices), SIZE(df_pack_options),

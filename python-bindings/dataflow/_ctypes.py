@@ -138,7 +138,8 @@ class df_schedule_options(Structure):
                 ("extents", u32 * MAX_AXES), ("policy", enum), ("strategy", enum),
                 ("include_exit", c_bool), ("force_hbm_comms", c_bool), ("partial_only", c_bool),
                 ("buckets", df_iter_buckets), ("bucket_size", u32),
-                ("exact_lengths", df_exact_lengths), ("defer_reduces", c_bool)]
+                ("exact_lengths", df_exact_lengths), ("defer_reduces", c_bool),
+                ("balance_iters", c_bool)]
 
 
 class df_barrier_alloc(Structure):
