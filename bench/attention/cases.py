@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The decode-attention bench cases of issue 10 and the split (range block
-size) df uses for each: sequence lengths from fixed seeds, and a block size
-chosen by replaying df's round_robin / all_at_once schedule (REFERENCE 2.4:
-blocks of one task on consecutive SMs, the reduce and finalize on the SM of
-the task's first block, queues in emission order) with a simple cost model
-and taking the block size with the smallest modelled makespan.
+"""The decode-attention bench cases of issue 10 and the schedule df uses for
+each: sequence lengths from fixed seeds, and a range block size plus
+placement chosen by replaying df's all_at_once schedules (REFERENCE 2.4
+round_robin; df-schedule defer-reduces and balance-iters) with a simple cost
+model (an SM streams its share of ~4 TB/s; fixed costs per partial, reduce
+and HBM edge) and taking the smallest modelled makespan.
 
 usage: cases.py OUT.json   (also prints one line per case)"""
+import heapq
 import json
 import math
 import random
@@ -23,27 +24,45 @@ SHARED_BUDGET = 150 * 1024        # per-CTA slot arena we allow (the kernel has 
 INTER_BYTES = 1040
 
 
-def makespan(task_lens, block, defer):
-    """Modelled time of the round_robin / all_at_once plan for block (with
-    defer: every SM's ITERs before its reduces, df-schedule defer-reduces)."""
+SCHEDULES = {  # name: (balance-iters, defer-reduces)
+    "rr": (False, False),         # REFERENCE 2.4 round_robin, reduces in emission order
+    "rr_defer": (False, True),    # the same placement, every queue's ITERs first
+    "balanced": (True, True),     # longest task first, ITER on the least loaded SM
+}
+
+
+def place(task_lens, block, balance):
+    """Per-SM queues of (op, task, block index, rows) as df_schedule emits them."""
     queues = [[] for _ in range(SMS)]
+    order = sorted(range(len(task_lens)), key=lambda t: (-task_lens[t], t)) if balance \
+        else range(len(task_lens))
+    heap = [(0, sm) for sm in range(SMS)]  # (range units, sm), as lib/Plan/schedule.c
     nxt = 0
-    for t, n in enumerate(task_lens):
+    for t in order:
+        n = task_lens[t]
         blocks = []
         for b in range(0, n, block):
-            sm = nxt % SMS
-            nxt += 1
-            queues[sm].append(("iter", t, len(blocks), min(block, n - b)))
+            rows = min(block, n - b)
+            if balance:
+                units, sm = heapq.heappop(heap)
+                heapq.heappush(heap, (units + rows, sm))
+            else:
+                sm = nxt % SMS
+                nxt += 1
+            queues[sm].append(("iter", t, len(blocks), rows))
             blocks.append(sm)
         queues[blocks[0]].append(("reduce", t, blocks))
+    return queues
+
+
+def makespan(task_lens, block, balance, defer):
+    """Modelled time (us) and the largest per-CTA slot bytes of the plan."""
+    queues = place(task_lens, block, balance)
     if defer:
         queues = [[op for op in q if op[0] == "iter"] + [op for op in q if op[0] == "reduce"]
                   for q in queues]
-    # shared bytes a CTA needs at most: every partial it produces or receives
-    held = [0] * SMS
-    for sm, q in enumerate(queues):
-        for op in q:
-            held[sm] += INTER_BYTES * (len(op[2]) + 1 if op[0] == "reduce" else 1)
+    held = max(sum(INTER_BYTES * (len(op[2]) + 1 if op[0] == "reduce" else 1) for op in q)
+               for q in queues)
     # replay: queues in order, a reduce waits for its inputs
     pos = [0] * SMS
     clock = [0.0] * SMS
@@ -69,20 +88,17 @@ def makespan(task_lens, block, defer):
                 pos[sm] += 1
                 progress = True
     assert all(pos[s] == len(queues[s]) for s in range(SMS)), "replay stuck"
-    return max(clock), max(held)
+    return max(clock), held
 
 
-def choose_block(task_lens, defers=(False, True), blocks=None):
-    """(block, defer, modelled us) with the smallest modelled makespan."""
+def choose(task_lens, schedules=tuple(SCHEDULES), blocks=None):
+    """(block, schedule name, modelled us) with the smallest modelled makespan."""
     best = None
-    longest = max(task_lens)
-    for defer in defers:
-        for block in blocks or range(256, longest + 256, 256):
-            t, held = makespan(task_lens, block, defer)
-            if held > SHARED_BUDGET:
-                continue
-            if best is None or t < best[2] - 1e-9:
-                best = (block, defer, t)
+    for name in schedules:
+        for block in blocks or range(256, max(task_lens) + 256, 256):
+            t, held = makespan(task_lens, block, *SCHEDULES[name])
+            if held <= SHARED_BUDGET and (best is None or t < best[2] - 1e-9):
+                best = (block, name, t)
     return best
 
 
@@ -107,21 +123,17 @@ def cases():
     add("s32", [min(32768, max(16, int(r.lognormvariate(math.log(1024), 1.2)))) for _ in range(32)],
         "skewed B=32: log-normal (median 1K, sigma 1.2, synthetic chat-like; seed 1032)")
     # Variants for the analysis (bench/README.md): the skewed batches with the
-    # reduces in emission order, and one uniform case without the L2 prefetch.
+    # reference's round_robin placement and queue order.
     for base in [c for c in out if c["name"] in ("s16", "s64", "s32")]:
-        out.append(dict(base, name=base["name"] + ".inline", defers=(False,),
-                        what=base["what"] + "; reduces in emission order"))
-    u = next(c for c in out if c["name"] == "u8x32k")
-    out.append(dict(u, name="u8x32k.pf4", cflags="-DAHEAD=4",
-                    what=u["what"] + "; L2 bulk prefetch 4 steps ahead"))
-    u = next(c for c in out if c["name"] == "u1x128k")
-    for b in (4096, 16384):
-        out.append(dict(u, name=f"u1x128k.b{b}", blocks=(b,), what=u["what"] + f"; block {b}"))
+        out.append(dict(base, name=base["name"] + ".rr", schedules=("rr",),
+                        what=base["what"] + "; round_robin, reduces in emission order"))
     for c in out:
         lens = c["lens"]
         c["lmax"] = 1 << max(12, math.ceil(math.log2(max(lens))))
         tl = [n for n in lens for _ in range(HKV)]
-        c["block"], c["defer"], c["model_us"] = choose_block(tl, c.pop("defers", (False, True)), c.pop("blocks", None))
+        c["block"], c["schedule"], c["model_us"] = choose(tl, c.pop("schedules", tuple(SCHEDULES)),
+                                                          c.pop("blocks", None))
+        c["balance"], c["defer"] = SCHEDULES[c["schedule"]]
         c.setdefault("cflags", "")
         c["tokens"] = sum(lens)
         c["kv_bytes"] = sum(lens) * HKV * ROW_BYTES
@@ -134,4 +146,4 @@ if __name__ == "__main__":
         json.dump(cs, f, indent=1)
     for c in cs:
         print(f"{c['name']}: B={len(c['lens'])} tokens={c['tokens']} lmax={c['lmax']} "
-              f"block={c['block']} defer={c['defer']} model={c['model_us']:.1f}us kv={c['kv_bytes']/1e6:.1f}MB")
+              f"block={c['block']} {c['schedule']} model={c['model_us']:.1f}us kv={c['kv_bytes']/1e6:.1f}MB")
