@@ -15,12 +15,14 @@
    GqaInter {lse f32[G]; o f16[G][D]}: lse at byte 0, o at byte 16
    (REFERENCE 1.4), 1040 bytes; o is normalised, lse natural-log.
 
-   GPU partial: threads are split into half-warps; a half-warp takes one
-   key row at a time (16 lanes x 16-byte loads = the 256-byte row of K and
-   V), lane l owns dims 8l..8l+7 of all G heads, scores are reduced with
-   butterfly shuffles, each half-warp keeps an online softmax; the two
-   half-warps of a warp merge by shuffles, warps merge through static
-   shared memory in a fixed order (so results are bitwise reproducible). */
+   GPU partial (sm_90, tensor cores): each warp takes 16-key steps of the
+   block; per step every lane issues 16 coalesced 16-byte loads of K and V
+   that are its mma.sync.m16n8k16 fragments as they are, S = Q K^T and
+   O^T += V^T P^T run on the tensor cores (f16 in, f32 accumulate), the
+   online softmax in fp32 once per step, the next step's loads in flight
+   during this one's compute. Warps merge through static shared memory in a
+   fixed order (so results are bitwise reproducible). See step() for the
+   fragment mapping. */
 #include <stdbool.h>
 
 #include "df/device.h"
