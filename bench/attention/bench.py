@@ -215,7 +215,8 @@ def run_case(c, carry: Path, copy_bw):
         sets.append((q, k, v, o))
     ref = reference(*sets[0][:3], lens)
     res = {"name": name, "what": c["what"], "B": B, "tokens": c["tokens"], "lmax": lmax,
-           "block": c["block"], "kv_bytes": c["kv_bytes"], "lens": lens}
+           "block": c["block"], "schedule": c.get("schedule", "rr"), "kv_bytes": c["kv_bytes"],
+           "lens": lens}
     res["floor_us"] = c["kv_bytes"] / copy_bw * 1e6
 
     dfk = DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", c["block"])
@@ -270,14 +271,15 @@ def table(results, copy_bw, copy_us):
     lines = [f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
              f"copy bandwidth {copy_bw / 1e12:.2f} TB/s (read+write, 4 GiB in {copy_us:.0f} us)",
              "",
-             "| case | B | tokens | KV MB | block | floor us | df us | df TB/s | % copy | "
+             "| case | B | tokens | KV MB | schedule | block | floor us | df us | df TB/s | % copy | "
              "best PyTorch | us | best/df | df max err | det. |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         tb = r["kv_bytes"] / (r["df_us"] * 1e-6) / 1e12
         ratio = f"{r['best_us'] / r['df_us']:.2f}x" if "best_us" in r else "-"
         lines.append(
-            f"| {r['name']} | {r['B']} | {r['tokens']} | {r['kv_bytes'] / 1e6:.0f} | {r['block']} | "
+            f"| {r['name']} | {r['B']} | {r['tokens']} | {r['kv_bytes'] / 1e6:.0f} | {r['schedule']} | "
+            f"{r['block']} | "
             f"{r['floor_us']:.1f} | {r['df_us']:.1f} | {tb:.2f} | {100 * tb * 1e12 / copy_bw:.0f} % | "
             f"{r.get('best', '-')} | {r.get('best_us', float('nan')):.1f} | {ratio} | "
             f"{r['df_err']:.1e}{' NaN!' if r['df_nan'] else ''} | "
