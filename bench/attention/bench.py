@@ -278,7 +278,7 @@ def table(results, copy_bw, copy_us):
         tb = r["kv_bytes"] / (r["df_us"] * 1e-6) / 1e12
         ratio = f"{r['best_us'] / r['df_us']:.2f}x" if "best_us" in r else "-"
         lines.append(
-            f"| {r['name']} | {r['B']} | {r['tokens']} | {r['kv_bytes'] / 1e6:.0f} | {r['schedule']} | "
+            f"| {r['name']} | {r['B']} | {r['tokens']} | {r['kv_bytes'] / 1e6:.0f} | {r.get('schedule', 'rr')} | "
             f"{r['block']} | "
             f"{r['floor_us']:.1f} | {r['df_us']:.1f} | {tb:.2f} | {100 * tb * 1e12 / copy_bw:.0f} % | "
             f"{r.get('best', '-')} | {r.get('best_us', float('nan')):.1f} | {ratio} | "
