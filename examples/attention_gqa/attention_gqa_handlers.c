@@ -15,12 +15,14 @@
    GqaInter {lse f32[G]; o f16[G][D]}: lse at byte 0, o at byte 16
    (REFERENCE 1.4), 1040 bytes; o is normalised, lse natural-log.
 
-   GPU partial: threads are split into half-warps; a half-warp takes one
-   key row at a time (16 lanes x 16-byte loads = the 256-byte row of K and
-   V), lane l owns dims 8l..8l+7 of all G heads, scores are reduced with
-   butterfly shuffles, each half-warp keeps an online softmax; the two
-   half-warps of a warp merge by shuffles, warps merge through static
-   shared memory in a fixed order (so results are bitwise reproducible). */
+   GPU partial (sm_90, tensor cores): each warp takes 16-key steps of the
+   block; per step every lane issues 16 coalesced 16-byte loads of K and V
+   that are its mma.sync.m16n8k16 fragments as they are, S = Q K^T and
+   O^T += V^T P^T run on the tensor cores (f16 in, f32 accumulate), the
+   online softmax in fp32 once per step, the next step's loads in flight
+   during this one's compute. Warps merge through static shared memory in a
+   fixed order (so results are bitwise reproducible). See step() for the
+   fragment mapping. */
 #include <stdbool.h>
 
 #include "df/device.h"
@@ -36,7 +38,13 @@
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
 #define MAX_WARPS 16 /* up to 512 threads take part; more threads idle */
-#define UNROLL 2     /* key rows in flight per half-warp */
+#define STEP 16      /* keys per warp step (two n8 tiles of the QK mma) */
+#ifndef AHEAD
+/* Steps between an L2 bulk prefetch of a step and its compute; 0 = none.
+   Off: on the H200 prefetching 4 (or 1) steps ahead made every case
+   10-17 % slower (bench/README.md). */
+#define AHEAD 0
+#endif
 
 typedef struct gqa_inter {
   float lse[G];
@@ -52,13 +60,13 @@ static inline uint64_t kv_row(uint32_t seq, uint32_t pos, uint32_t hk) {
 
 #if defined(__NVPTX__)
 
-typedef _Float16 half8 __attribute__((ext_vector_type(8)));
-typedef float float8 __attribute__((ext_vector_type(8)));
-
 static inline float ex2(float x) { return __nvvm_ex2_approx_f(x); }
 static inline float lg2(float x) { return __nvvm_lg2_approx_f(x); }
 static inline float bfly(float v, int mask) {
   return __nvvm_shfl_sync_bfly_f32(0xffffffffu, v, mask, 0x1f);
+}
+static inline float from_lane(float v, int lane) {
+  return __nvvm_shfl_sync_idx_f32(0xffffffffu, v, lane, 0x1f);
 }
 static inline float fmaxf_(float a, float b) { return a > b ? a : b; }
 /* exp2(m - ref), 0 for an empty state (m = -inf). */
@@ -66,95 +74,196 @@ static inline float weight(float m, float ref) {
   return m == -__builtin_inff() ? 0.0f : ex2(m - ref);
 }
 
+/* 16 bytes of a K/V row: read once, so not kept in L1; the L2 fetches the
+   whole 256-byte row, which the other lanes read next. */
+static inline void ldg16(const _Float16 *p, uint32_t *r) {
+  __asm__("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+          : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+          : "l"(p));
+}
+/* d += A B, m16n8k16, fp16 operands, fp32 accumulators (PTX fragment
+   layouts: a0 = (row g, k 2t..2t+1), a1 = (g+8, 2t), a2 = (g, 2t+8),
+   a3 = (g+8, 2t+8); b0 = (k 2t..2t+1, col g), b1 = (2t+8, g); d0,d1 =
+   (g, 2t..2t+1), d2,d3 = (g+8, 2t..2t+1); g = lane/4, t = lane%4). */
+static inline void mma(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                       uint32_t b0, uint32_t b1) {
+  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+          "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+/* Two floats as f16x2: lo in bits 0-15. */
+static inline uint32_t pack_h2(float lo, float hi) {
+  uint32_t r;
+  __asm__("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+/* {lo(a), lo(b)} (sel 0x5410) or {hi(a), hi(b)} (sel 0x7632). */
+static inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t r;
+  __asm__("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+  return r;
+}
+
 static __attribute__((address_space(3))) float red_o[MAX_WARPS][G][D];
 static __attribute__((address_space(3))) float red_m[MAX_WARPS][G];
 static __attribute__((address_space(3))) float red_l[MAX_WARPS][G];
 
-static inline float8 load8(const _Float16 *p) {
-  half8 h = *(const half8 *)p; /* 16-byte aligned: rows are 256 bytes */
-  return __builtin_convertvector(h, float8);
+/* L2 prefetch of a later step: one 256-byte row per lane (lanes 0-15 K,
+   16-31 V), rows past the range end skipped. Nothing lands in registers,
+   so the bytes in flight per SM are not bounded by the register file. */
+static inline void prefetch_step(const _Float16 *Kt, const _Float16 *Vt, uint32_t pos,
+                                 uint32_t end, uint32_t lane) {
+  uint32_t key = pos + (lane & 15);
+  if (key < end) {
+    const _Float16 *p = (lane < 16 ? Kt : Vt) + (uint64_t)key * (HKV * D);
+    __asm__ volatile("cp.async.bulk.prefetch.L2.global [%0], 256;" ::"l"(p) : "memory");
+  }
+}
+
+/* Loads of one warp step (STEP keys from pos; rows past the range end
+   read the last row, whose scores are masked): lane (g, t) holds
+   K rows pos+g and pos+8+g, 16-byte chunks 4j+t (k[16u + 4j .. +3]),
+   V rows pos + {2t, 2t+1, 2t+8, 2t+9}, chunks g and g+8 (v[8i .. 8i+7]). */
+static inline void load_step(uint32_t *k, uint32_t *v, const _Float16 *Kt, const _Float16 *Vt,
+                             uint32_t pos, uint32_t last, uint32_t g, uint32_t t) {
+  _Pragma("unroll") for (int u = 0; u < 2; u++) {
+    uint32_t key = pos + 8 * u + g;
+    const _Float16 *p = Kt + (uint64_t)(key < last ? key : last) * (HKV * D);
+    _Pragma("unroll") for (int j = 0; j < 4; j++)
+      ldg16(p + (4 * j + t) * 8, k + 16 * u + 4 * j);
+  }
+  _Pragma("unroll") for (int i = 0; i < 4; i++) {
+    uint32_t key = pos + 2 * t + (i & 1) + 8 * (i >> 1);
+    const _Float16 *p = Vt + (uint64_t)(key < last ? key : last) * (HKV * D);
+    ldg16(p + g * 8, v + 8 * i);
+    ldg16(p + (g + 8) * 8, v + 8 * i + 4);
+  }
+}
+
+typedef struct warp_state {
+  float o[8][4]; /* O^T fragments: dims (8g + mt, 64 + 8g + mt) x heads (2t, 2t+1) */
+  float m, l;    /* head g: running max (log2 domain), this lane's share of the sum */
+} warp_state;
+
+/* One step on tensor cores. S = Q K^T with the G heads as rows 0..3 of the
+   m16 tile and 16 keys as two n8 tiles; the dot product's k order is a
+   permutation of the dims (slice s, lane t: dims 8(4(s/2)+t) + 4(s%2) +
+   0..3), the same for Q and K, so each lane's 16-byte loads are its
+   fragments as they are. The S accumulator is, per lane, exactly the P
+   operand of O^T += V^T P^T (keys 2t, 2t+1, 2t+8, 2t+9 of head g); V^T's
+   rows are dims 8g + mt and 64 + 8g + mt of m-tile mt, paired across keys
+   with byte permutes. */
+static inline void step(warp_state *st, const uint32_t *k, const uint32_t *v, const uint32_t *qf,
+                        uint32_t pos, uint32_t end, uint32_t t) {
+  float s[2][4] = {{0.0f}};
+  _Pragma("unroll") for (int u = 0; u < 2; u++)
+    _Pragma("unroll") for (int sl = 0; sl < 8; sl++)
+      mma(s[u], qf[2 * sl], 0u, qf[2 * sl + 1], 0u, k[16 * u + 2 * sl], k[16 * u + 2 * sl + 1]);
+  const float sc = SCALE * LOG2E;
+  float x[4] = {s[0][0] * sc, s[0][1] * sc, s[1][0] * sc, s[1][1] * sc};
+  uint32_t key0 = pos + 2 * t;
+  if (key0 >= end)
+    x[0] = -__builtin_inff();
+  if (key0 + 1 >= end)
+    x[1] = -__builtin_inff();
+  if (key0 + 8 >= end)
+    x[2] = -__builtin_inff();
+  if (key0 + 9 >= end)
+    x[3] = -__builtin_inff();
+  float mx = fmaxf_(fmaxf_(x[0], x[1]), fmaxf_(x[2], x[3]));
+  mx = fmaxf_(mx, bfly(mx, 1));
+  mx = fmaxf_(mx, bfly(mx, 2));
+  /* Key pos is valid, so mn is finite. */
+  float mn = fmaxf_(st->m, mx), corr = ex2(st->m - mn);
+  float p[4];
+  _Pragma("unroll") for (int i = 0; i < 4; i++) p[i] = ex2(x[i] - mn);
+  st->l = st->l * corr + ((p[0] + p[1]) + (p[2] + p[3]));
+  st->m = mn;
+  uint32_t b0 = pack_h2(p[0], p[1]), b1 = pack_h2(p[2], p[3]);
+  /* Columns 2t, 2t+1 of O^T are heads whose max lives in lanes 8t, 8t+4. */
+  float ca = from_lane(corr, 8 * t), cb = from_lane(corr, 8 * t + 4);
+  _Pragma("unroll") for (int mt = 0; mt < 8; mt++) {
+    st->o[mt][0] *= ca;
+    st->o[mt][1] *= cb;
+    st->o[mt][2] *= ca;
+    st->o[mt][3] *= cb;
+    uint32_t sel = (mt & 1) ? 0x7632u : 0x5410u, w = mt >> 1;
+    mma(st->o[mt], prmt(v[w], v[8 + w], sel), prmt(v[4 + w], v[12 + w], sel),
+        prmt(v[16 + w], v[24 + w], sel), prmt(v[20 + w], v[28 + w], sel), b0, b1);
+  }
 }
 
 void gqa_partial(const df_ctx *ctx) {
   const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
   const uint32_t begin = df_ctx_range_begin(ctx), end = df_ctx_range_end(ctx);
   const _Float16 *Q = (const _Float16 *)df_ctx_tensor(ctx, 0);
-  const _Float16 *K = (const _Float16 *)df_ctx_tensor(ctx, 1);
-  const _Float16 *V = (const _Float16 *)df_ctx_tensor(ctx, 2);
+  const _Float16 *Kt = (const _Float16 *)df_ctx_tensor(ctx, 1) + kv_row(seq, 0, hk);
+  const _Float16 *Vt = (const _Float16 *)df_ctx_tensor(ctx, 2) + kv_row(seq, 0, hk);
   gqa_inter *out = df_ctx_output(ctx);
   const uint32_t tid = df_ctx_thread(ctx);
-  uint32_t threads = df_ctx_threads(ctx) & ~31u;
-  threads = threads > 32 * MAX_WARPS ? 32 * MAX_WARPS : threads;
-  const bool active = tid < threads;
-  const uint32_t lane = tid & 31, warp = tid >> 5, sub = lane & 15, half = lane >> 4;
-  const uint32_t warps = threads >> 5, stride = 2 * warps; /* keys per round */
+  uint32_t warps = df_ctx_threads(ctx) >> 5;
+  warps = warps > MAX_WARPS ? MAX_WARPS : warps;
+  const uint32_t warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const bool active = warp < warps;
 
-  /* q pre-scaled into the base-2 domain: scores come out as log2 weights. */
-  float8 q[G];
-  _Pragma("unroll") for (int h = 0; h < G; h++)
-    q[h] = load8(Q + ((uint64_t)seq * HQ + hk * G + h) * D + sub * 8) * (SCALE * LOG2E);
-  float m[G], l[G];
-  float8 acc[G];
-  _Pragma("unroll") for (int h = 0; h < G; h++) {
-    m[h] = -__builtin_inff();
-    l[h] = 0.0f;
-    acc[h] = (float8)0.0f;
+  /* Q as the A fragments (rows g < G are heads; rows 4..15 are zero). */
+  uint32_t qf[16];
+  if (g < G) {
+    const _Float16 *q = Q + ((uint64_t)seq * HQ + hk * G + g) * D;
+    _Pragma("unroll") for (int j = 0; j < 4; j++) ldg16(q + (4 * j + t) * 8, qf + 4 * j);
+  } else {
+    _Pragma("unroll") for (int i = 0; i < 16; i++) qf[i] = 0;
   }
-  /* The trip count depends on the warp only, so every lane reaches the
-     shuffles; a half-warp past the end computes and discards. */
-  for (uint32_t jw = begin + 2 * warp; active && jw < end; jw += stride * UNROLL) {
-    float8 k[UNROLL], v[UNROLL];
-    bool ok[UNROLL];
-    _Pragma("unroll") for (int u = 0; u < UNROLL; u++) {
-      uint32_t j = jw + u * stride + half;
-      ok[u] = j < end;
-      uint64_t row = kv_row(seq, ok[u] ? j : jw, hk) + sub * 8;
-      k[u] = load8(K + row);
-      v[u] = load8(V + row);
+  warp_state st;
+  st.m = -__builtin_inff();
+  st.l = 0.0f;
+  _Pragma("unroll") for (int mt = 0; mt < 8; mt++)
+    _Pragma("unroll") for (int e = 0; e < 4; e++) st.o[mt][e] = 0.0f;
+
+  /* Warp w takes steps w, w + warps, ...: two register buffers, the next
+     step's loads in flight while this one computes (the branches depend
+     on the warp only). */
+  const uint32_t stride = STEP * warps, last = end - 1;
+  uint32_t ka[32], va[32], kb[32], vb[32];
+  uint32_t pos = begin + STEP * warp;
+  if (active && pos < end) {
+    load_step(ka, va, Kt, Vt, pos, last, g, t);
+    if (AHEAD)
+      _Pragma("unroll") for (uint32_t a = 1; a < AHEAD; a++)
+        prefetch_step(Kt, Vt, pos + a * stride, end, lane);
+  }
+  while (active && pos < end) {
+    uint32_t p1 = pos + stride;
+    if (AHEAD)
+      prefetch_step(Kt, Vt, pos + AHEAD * stride, end, lane);
+    if (p1 < end)
+      load_step(kb, vb, Kt, Vt, p1, last, g, t);
+    step(&st, ka, va, qf, pos, end, t);
+    if (p1 >= end)
+      break;
+    uint32_t p2 = p1 + stride;
+    if (AHEAD)
+      prefetch_step(Kt, Vt, p1 + AHEAD * stride, end, lane);
+    if (p2 < end)
+      load_step(ka, va, Kt, Vt, p2, last, g, t);
+    step(&st, kb, vb, qf, p1, end, t);
+    pos = p2;
+  }
+  st.l += bfly(st.l, 1);
+  st.l += bfly(st.l, 2);
+  if (active) {
+    if (t == 0 && g < G) {
+      red_m[warp][g] = st.m;
+      red_l[warp][g] = st.l;
     }
-    _Pragma("unroll") for (int u = 0; u < UNROLL; u++)
-      _Pragma("unroll") for (int h = 0; h < G; h++) {
-        float8 p = q[h] * k[u];
-        float s = ((p.s0 + p.s1) + (p.s2 + p.s3)) + ((p.s4 + p.s5) + (p.s6 + p.s7));
-        s += bfly(s, 8);
-        s += bfly(s, 4);
-        s += bfly(s, 2);
-        s += bfly(s, 1);
-        if (!ok[u])
-          continue;
-        float mn = fmaxf_(m[h], s);
-        float corr = ex2(m[h] - mn), w = ex2(s - mn);
-        l[h] = l[h] * corr + w;
-        acc[h] = acc[h] * corr + v[u] * w;
-        m[h] = mn;
-      }
-  }
-  /* Merge the two half-warps of each warp (lane ^ 16). */
-  _Pragma("unroll") for (int h = 0; h < G; h++) {
-    float mo = bfly(m[h], 16), lo = bfly(l[h], 16);
-    float mn = fmaxf_(m[h], mo);
-    float a = weight(m[h], mn), b = weight(mo, mn);
-    l[h] = l[h] * a + lo * b;
-    float8 other;
-    other.s0 = bfly(acc[h].s0, 16);
-    other.s1 = bfly(acc[h].s1, 16);
-    other.s2 = bfly(acc[h].s2, 16);
-    other.s3 = bfly(acc[h].s3, 16);
-    other.s4 = bfly(acc[h].s4, 16);
-    other.s5 = bfly(acc[h].s5, 16);
-    other.s6 = bfly(acc[h].s6, 16);
-    other.s7 = bfly(acc[h].s7, 16);
-    acc[h] = acc[h] * a + other * b;
-    m[h] = mn;
-  }
-  if (active && lane < 16) {
-    _Pragma("unroll") for (int h = 0; h < G; h++)
-      _Pragma("unroll") for (int e = 0; e < 8; e++)
-        red_o[warp][h][sub * 8 + e] = acc[h][e];
-    if (lane == 0)
-      _Pragma("unroll") for (int h = 0; h < G; h++) {
-        red_m[warp][h] = m[h];
-        red_l[warp][h] = l[h];
+    if (t < 2)
+      _Pragma("unroll") for (int mt = 0; mt < 8; mt++) {
+        uint32_t da = 8 * g + mt, db = 64 + 8 * g + mt;
+        red_o[warp][2 * t][da] = st.o[mt][0];
+        red_o[warp][2 * t + 1][da] = st.o[mt][1];
+        red_o[warp][2 * t][db] = st.o[mt][2];
+        red_o[warp][2 * t + 1][db] = st.o[mt][3];
       }
   }
   df_ctx_barrier(ctx);

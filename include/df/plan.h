@@ -390,6 +390,16 @@ typedef struct df_schedule_options {
   /* Leave every instruction on its default binding: the df-schedule pass
      sets it, df-select-variants chooses afterwards with its options. */
   bool defer_select;
+  /* df extension (off by default): all_at_once queues hold every ITER
+     before the REDUCEs and FINALIZEs (each group in id order), so an SM
+     never waits in a reduce for partials that other SMs compute later in
+     their queues; instruction ids and records are unchanged. */
+  bool defer_reduces;
+  /* df extension (off by default; round_robin all_at_once only): tasks are
+     emitted longest first (ties: lower task id) and each ITER goes to the
+     SM with the fewest range units placed so far (ties: lower SM) instead
+     of the next SM in turn, so skewed lengths spread evenly. */
+  bool balance_iters;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */

@@ -26,7 +26,8 @@ static const df_pass_info table[] = {
      "      force-hbm-comms=BOOL partial-only=BOOL iter-range-buckets=auto|1,2,generic|off\n"
      "      iter-range-bucket-size=N iter-range-exact-lengths=l,l\n"
      "      transfer-tile-bytes=N (split transfers into segments of at most N bytes)\n"
-     "      target=sm_90|sm_80 shared-memory-limit=BYTES (auto: first strategy that fits)\n",
+     "      target=sm_90|sm_80 shared-memory-limit=BYTES (auto: first strategy that fits)\n"
+     "      defer-reduces=BOOL balance-iters=BOOL (df extensions, all_at_once)\n",
      df_create_schedule_pass},
     {"df-select-variants", "choose each instruction's implementation by capability region",
      "      arch=sm_80|sm_90|sm_90a replace=OP=SYMBOL[:tiles=N,length=L,arity=A,dtype=T,\n"

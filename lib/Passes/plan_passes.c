@@ -93,6 +93,8 @@ static df_status set_schedule_option(void *opts, const char *key, const char *va
   if (!strcmp(key, "include-exit")) return df_option_bool(key, value, &o->include_exit);
   if (!strcmp(key, "force-hbm-comms")) return df_option_bool(key, value, &o->force_hbm_comms);
   if (!strcmp(key, "partial-only")) return df_option_bool(key, value, &o->partial_only);
+  if (!strcmp(key, "defer-reduces")) return df_option_bool(key, value, &o->defer_reduces);
+  if (!strcmp(key, "balance-iters")) return df_option_bool(key, value, &o->balance_iters);
   if (!strcmp(key, "iter-range-buckets")) return df_iter_buckets_parse(value, &o->buckets);
   if (!strcmp(key, "iter-range-bucket-size")) return df_option_u32(key, value, &o->bucket_size);
   if (!strcmp(key, "iter-range-exact-lengths"))

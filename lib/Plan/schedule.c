@@ -6,6 +6,7 @@
 
 #include "df/impl.h"
 #include "schedule_internal.h"
+#include "sort_idx.h"
 #include "vec.h"
 
 df_schedule_options df_schedule_options_default(void) {
@@ -161,6 +162,69 @@ void df_sched_transfer(df_sched *s, uint32_t src_instr, uint32_t dst_instr, uint
 
 /* ---- all_at_once (REFERENCE 2.4) ------------------------------------------ */
 
+/* ---- balance_iters: SMs by load (a binary min-heap of (units, sm)) ---- */
+
+typedef struct sm_load {
+  uint64_t units;
+  uint32_t sm;
+} sm_load;
+
+static bool sm_load_less(sm_load a, sm_load b) {
+  return a.units != b.units ? a.units < b.units : a.sm < b.sm;
+}
+
+/* Restore the heap below i after h[i] grew. */
+static void sm_heap_down(sm_load *h, uint32_t n, uint32_t i) {
+  for (;;) {
+    uint32_t l = 2 * i + 1, m = i;
+    if (l < n && sm_load_less(h[l], h[m]))
+      m = l;
+    if (l + 1 < n && sm_load_less(h[l + 1], h[m]))
+      m = l + 1;
+    if (m == i)
+      return;
+    sm_load t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
+}
+
+static bool longer_task(const void *ctx, uint32_t a, uint32_t b) {
+  const uint32_t *len = ctx;
+  return len[a] != len[b] ? len[a] > len[b] : a < b;
+}
+
+/* Task emission order: ids, or longest first with balance_iters. */
+static df_status task_order(df_sched *s, uint32_t **out) {
+  const df_range_lengths *r = s->range;
+  uint32_t n = r->count ? r->count : 1;
+  uint32_t *v = df_alloc(&s->p->alloc, sizeof(uint32_t) * 2 * n);
+  if (!v)
+    return df_status_errorf(DF_ENOMEM, "out of memory ordering %u tasks", r->count);
+  for (uint32_t t = 0; t < r->count; t++)
+    v[t] = t;
+  if (s->o->balance_iters)
+    df_sort_idx(v, r->count, v + n, longer_task, r->lengths);
+  *out = v;
+  return df_status_ok();
+}
+
+/* Queue order with every ITER first (defer_reduces): ids 0..n in two
+   passes, ITERs then the rest. */
+static df_status defer_reduces(df_sched *s) {
+  const df_plan *p = s->p;
+  s->order = df_alloc(&s->p->alloc, sizeof(uint32_t) * (p->instr_count ? p->instr_count : 1));
+  if (!s->order)
+    return df_status_errorf(DF_ENOMEM, "out of memory ordering %u instructions", p->instr_count);
+  s->order_count = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t id = 0; id < p->instr_count; id++)
+      if ((p->instrs[id].op == DF_INSTR_ITER) == (pass == 0))
+        s->order[s->order_count++] = id;
+  return df_status_ok();
+}
+
 df_status df_schedule_all_at_once(df_sched *s) {
   const df_range_lengths *r = s->range;
   bool rr = s->o->policy == DF_POLICY_ROUND_ROBIN;
@@ -182,20 +246,38 @@ df_status df_schedule_all_at_once(df_sched *s) {
   int32_t rtype = reduce ? s->prog->stages[s->reduce].type : -1;
   uint32_t cluster_count = df_topology_cluster_count(&s->topo);
   uint32_t next_iter_sm = 0; /* not reset between tasks */
-  for (uint32_t t = 0; t < r->count; t++) {
+  bool balance = rr && s->o->balance_iters;
+  uint32_t *order = NULL;
+  sm_load *heap = NULL;
+  DF_TRY(task_order(s, &order));
+  if (balance) {
+    heap = df_alloc(&s->p->alloc, sizeof *heap * s->topo.sm_count);
+    if (!heap) {
+      df_free(&s->p->alloc, order);
+      return df_status_errorf(DF_ENOMEM, "out of memory balancing %u SMs", s->topo.sm_count);
+    }
+    for (uint32_t sm = 0; sm < s->topo.sm_count; sm++)
+      heap[sm] = (sm_load){0, sm}; /* sorted, hence a heap */
+  }
+  for (uint32_t k = 0; k < r->count; k++) {
+    uint32_t t = order[k];
     uint32_t len = r->lengths[t], nb = df_sched_blocks(s, len);
     uint32_t *slots = s->buf, *iters = s->buf + nb, *sms = s->buf + 2 * nb;
     uint32_t first, size;
     df_sched_cluster_sms(s, t % cluster_count, &first, &size);
     for (uint32_t i = 0; i < nb; i++) {
       uint32_t sm;
-      if (rr) {
+      uint32_t b = i * s->block, e = len - b < s->block ? len : b + s->block;
+      if (balance) {
+        sm = heap[0].sm;
+        heap[0].units += e - b;
+        sm_heap_down(heap, s->topo.sm_count, 0);
+      } else if (rr) {
         sm = next_iter_sm;
         next_iter_sm = next_iter_sm + 1 == s->topo.sm_count ? 0 : next_iter_sm + 1;
       } else {
         sm = first + i % size;
       }
-      uint32_t b = i * s->block, e = len - b < s->block ? len : b + s->block;
       slots[i] = df_sched_slot(s, t, ptype, DF_ROLE_PARTIAL, s->p->instr_count);
       iters[i] = df_sched_iter(s, t, sm, b, e, slots[i]);
       sms[i] = sm;
@@ -211,6 +293,10 @@ df_status df_schedule_all_at_once(df_sched *s) {
     if (fin)
       df_sched_instr(s, DF_INSTR_FINALIZE, t, red_sm, s->finalize, &red_slot, 1, DF_SENTINEL);
   }
+  df_free(&s->p->alloc, heap);
+  df_free(&s->p->alloc, order);
+  if (s->o->defer_reduces && reduce)
+    return defer_reduces(s);
   return df_status_ok();
 }
 
@@ -322,6 +408,16 @@ static df_status check_policy(const df_sched *s) {
                             "Dataflow reduce_strategy must be one of ('all_at_once', "
                             "'streaming', 'streaming_tree'), got '%s'",
                             df_reduce_strategy_name(o->strategy));
+  if ((o->defer_reduces || o->balance_iters) && o->strategy != DF_REDUCE_ALL_AT_ONCE)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow schedule options defer_reduces and balance_iters need reduce "
+                            "strategy 'all_at_once', got '%s'",
+                            df_reduce_strategy_name(o->strategy));
+  if (o->balance_iters && o->policy != DF_POLICY_ROUND_ROBIN)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow schedule option balance_iters needs scheduler policy "
+                            "'round_robin', got '%s'",
+                            df_policy_name(o->policy));
   if (o->policy == DF_POLICY_ROUND_ROBIN && o->strategy != DF_REDUCE_ALL_AT_ONCE)
     return df_status_errorf(DF_EINVAL,
                             "Dataflow scheduler policy 'round_robin' supports reduce strategies "

@@ -141,7 +141,8 @@ class df_schedule_options(Structure):
                 ("include_exit", c_bool), ("force_hbm_comms", c_bool), ("partial_only", c_bool),
                 ("buckets", df_iter_buckets), ("bucket_size", u32),
                 ("exact_lengths", df_exact_lengths), ("transfer_tile_bytes", u32),
-                ("select", c_void_p), ("defer_select", c_bool)]
+                ("select", c_void_p), ("defer_select", c_bool), ("defer_reduces", c_bool),
+                ("balance_iters", c_bool)]
 
 
 class df_barrier_alloc(Structure):

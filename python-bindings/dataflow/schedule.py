@@ -95,6 +95,8 @@ def schedule_options(
     iter_range_bucket_size: int | None = None,
     iter_range_exact_lengths=None,
     transfer_tile_bytes: int = 0,
+    defer_reduces: bool = False,
+    balance_iters: bool = False,
 ) -> tuple:
     """The df_schedule_options of ``schedule``'s keyword arguments, and the
     ctypes arrays they point into (keep both alive while the options are
@@ -155,6 +157,8 @@ def schedule_options(
     o.include_exit = bool(include_exit)
     o.force_hbm_comms = bool(force_hbm_comms)
     o.partial_only = bool(partial_only)
+    o.defer_reduces = bool(defer_reduces)  # df extensions (include/df/plan.h)
+    o.balance_iters = bool(balance_iters)
     check(lib.df_iter_buckets_parse(_option_text(iter_range_buckets, "iter_range_buckets"),
                                     ctypes.byref(o.buckets)))
     o.bucket_size = 0 if iter_range_bucket_size is None else \

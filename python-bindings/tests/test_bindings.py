@@ -212,6 +212,25 @@ def test_transfer_tile_bytes_segments_transfers():
                     range_lengths={"kv": [384, 256]}, block_size=128, transfer_tile_bytes=24)
 
 
+def test_schedule_df_extensions_reach_the_c_scheduler():
+    """defer_reduces / balance_iters (include/df/plan.h) pass through to df_schedule."""
+    topology = df.GPUTopology(sm_count=4, cluster_size=2)
+    plain = df.schedule(make_program(), topology=topology, range_lengths={"kv": [8, 16]},
+                        block_size=4)
+    deferred = df.schedule(make_program(), topology=topology, range_lengths={"kv": [8, 16]},
+                           block_size=4, defer_reduces=True, balance_iters=True)
+    for sm in range(4):
+        ops = [i.opcode.value for i in deferred.queue(sm) if i.opcode.value != "exit"]
+        assert ops == sorted(ops, key=lambda op: op != "iter"), ops
+    assert [i.opcode.value for i in deferred.queue(0)] == ["iter", "iter", "reduce", "finalize",
+                                                           "reduce", "finalize", "exit"]
+    assert [i.task_id for i in deferred.instructions][:4] == [1, 1, 1, 1]  # longest task first
+    assert plain.instructions[0].task_id == 0
+    with pytest.raises(ValueError, match="balance_iters needs scheduler policy 'round_robin'"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    scheduler_policy="cluster_local", balance_iters=True)
+
+
 # ---- the Python path packs what the tools pack ------------------------------------------------
 
 def _seed_plan():

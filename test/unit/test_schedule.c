@@ -172,6 +172,91 @@ static void make_plan_comms_and_queues(void **state) {
   df_plan_destroy(p);
 }
 
+/* defer_reduces: the seed plan with every ITER before the reduces in each
+   queue; instructions, comms and the other queues unchanged. */
+static void defer_reduces_moves_iters_first(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  df_schedule_options o = df_schedule_options_default();
+  static const uint32_t kv[2] = {384, 256};
+  o.topology.sm_count = 4;
+  o.topology.cluster_size = 2;
+  o.block_size = 128;
+  o.range_count = 1;
+  o.ranges[0] = (df_range_lengths){.axis = "kv", .count = 2, .lengths = kv};
+  o.extent_count = 1;
+  o.extents[0] = 2;
+  o.defer_reduces = true;
+  df_plan *p;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  df_plan *base = seed_make_plan();
+  assert_int_equal(p->instr_count, base->instr_count);
+  assert_int_equal(p->comm_count, base->comm_count);
+  for (uint32_t i = 0; i < p->instr_count; i++) {
+    assert_int_equal(p->instrs[i].op, base->instrs[i].op);
+    assert_int_equal(p->instrs[i].sm, base->instrs[i].sm);
+  }
+  static const uint32_t off[] = {0, 5, 7, 9}, len[] = {5, 2, 2, 4};
+  static const uint32_t ids[] = {0, 6, 3, 4, 9, 1, 10, 2, 11, 5, 7, 8, 12};
+  check_queues(p, off, len, ids, N(ids));
+  df_plan_destroy(base);
+  df_plan_destroy(p);
+  /* partial_only: nothing to defer, id order */
+  o.partial_only = true;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  for (uint32_t q = 0; q < p->topology.sm_count; q++)
+    for (uint32_t i = 1; i < p->queue_lengths[q]; i++)
+      assert_true(p->queue_ids[p->queue_offsets[q] + i - 1] < p->queue_ids[p->queue_offsets[q] + i]);
+  df_plan_destroy(p);
+  df_program_destroy(prog);
+}
+
+/* balance_iters: tasks longest first, each block on the least loaded SM
+   (range units; ties: lower SM). Lengths 128, 512, 256 on 4 SMs, block
+   128: task 1 on SMs 0-3, task 2 on SMs 0 and 1, task 0 on SM 2. */
+static void balance_iters_places_by_load(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  df_schedule_options o = df_schedule_options_default();
+  static const uint32_t kv[3] = {128, 512, 256};
+  o.topology.sm_count = 4;
+  o.topology.cluster_size = 2;
+  o.block_size = 128;
+  o.range_count = 1;
+  o.ranges[0] = (df_range_lengths){.axis = "kv", .count = 3, .lengths = kv};
+  o.extent_count = 1;
+  o.extents[0] = 3;
+  o.balance_iters = true;
+  df_plan *p;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  static const struct {
+    df_instr_op op;
+    uint32_t task, sm;
+  } w[] = {{DF_INSTR_ITER, 1, 0},     {DF_INSTR_ITER, 1, 1},     {DF_INSTR_ITER, 1, 2},
+           {DF_INSTR_ITER, 1, 3},     {DF_INSTR_REDUCE, 1, 0},   {DF_INSTR_FINALIZE, 1, 0},
+           {DF_INSTR_ITER, 2, 0},     {DF_INSTR_ITER, 2, 1},     {DF_INSTR_REDUCE, 2, 0},
+           {DF_INSTR_FINALIZE, 2, 0}, {DF_INSTR_ITER, 0, 2},     {DF_INSTR_REDUCE, 0, 2},
+           {DF_INSTR_FINALIZE, 0, 2}};
+  for (uint32_t i = 0; i < N(w); i++) {
+    assert_int_equal(p->instrs[i].op, w[i].op);
+    assert_int_equal(p->instrs[i].task, w[i].task);
+    assert_int_equal(p->instrs[i].sm, w[i].sm);
+  }
+  df_plan_destroy(p);
+  /* only with round_robin and all_at_once */
+  o.policy = DF_POLICY_CLUSTER_LOCAL;
+  df_status st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "balance_iters needs scheduler policy 'round_robin'"));
+  o.balance_iters = false;
+  o.defer_reduces = true;
+  o.strategy = DF_REDUCE_STREAMING;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "need reduce strategy 'all_at_once', got 'streaming'"));
+  df_program_destroy(prog);
+}
+
 static void make_plan_handlers(void **state) {
   (void)state;
   df_plan *p = seed_make_plan();
@@ -1150,6 +1235,8 @@ int main(void) {
       cmocka_unit_test(make_plan_instructions),
       cmocka_unit_test(make_plan_slots),
       cmocka_unit_test(make_plan_comms_and_queues),
+      cmocka_unit_test(defer_reduces_moves_iters_first),
+      cmocka_unit_test(balance_iters_places_by_load),
       cmocka_unit_test(make_plan_handlers),
       cmocka_unit_test(reshared_plan_instructions_and_slots),
       cmocka_unit_test(reshared_plan_comms_queues_handlers),

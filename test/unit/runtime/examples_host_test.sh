@@ -38,14 +38,17 @@ rep() { local n=$1 x=$2 s=$2; for ((i = 1; i < n; i++)); do s+=",$x"; done; echo
 
 # GQA: 2 sequences x 8 KV heads on 4 SMs / cluster 2, kv 384 and 256, KV
 # capacity 512 (the handlers are built with GQA_LMAX=512).
-gqa_plan() { # NAME LAYOUT
+gqa_plan() { # NAME LAYOUT [SCHEDULE OPTIONS]
   "$bin/df-opt" "$src/examples/attention_gqa/attention_gqa.mlir" \
-    --df-schedule="sm-count=4 cluster-size=2 block-size=128 range-lengths=kv:$(rep 8 384),$(rep 8 256) task-extents=2,8" \
+    --df-schedule="sm-count=4 cluster-size=2 block-size=128 range-lengths=kv:$(rep 8 384),$(rep 8 256) task-extents=2,8 ${3:-}" \
     ${2:+--df-layout-slots="$2"} -o "$work/$1.mlir" &&
     "$bin/df-translate" --df-to-plan "$work/$1.mlir" -o "$work/$1.dfplan"
 }
 gqa_plan gqa_cta "per-cta-shared=true" || exit 1
 gqa_plan gqa_ref_layout "" || exit 1
+# The bench's schedule options (df extensions): ITERs balanced by length,
+# every queue's reduces after its ITERs.
+gqa_plan gqa_balanced "per-cta-shared=true" "balance-iters=true defer-reduces=true" || exit 1
 "$bin/gqa_reference" "$work/gqa_ref.npy" 512 11 12 13 384 256 || exit 1
 "$bin/gqa_reference" "$work/gqa_ref2.npy" 512 11 12 13 300 200 || exit 1
 gqa=(--backend=host --handlers "$gqa_so" --block-size 128 --tensor Q=random:float16:2x32x128:11
@@ -57,6 +60,8 @@ run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_ref_layout.dfp
   --check "O=$work/gqa_ref.npy:0.02:0.002" --save "O=$work/o_ref_layout.npy"
 cmp -s "$work/o_cta.npy" "$work/o_ref_layout.npy" ||
   { echo "FAIL: per-CTA and reference layouts give different outputs"; failures=$((failures + 1)); }
+run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_balanced.dfplan" \
+  --check "O=$work/gqa_ref.npy:0.02:0.002"
 run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_cta.dfplan" \
   --replan "kv=$(rep 8 300),$(rep 8 200)" --task-extents 2,8 --per-cta-shared \
   --check "O=$work/gqa_ref2.npy:0.02:0.002"

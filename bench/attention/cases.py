@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""The decode-attention bench cases of issue 10 and the schedule df uses for
+each: sequence lengths from fixed seeds, and a range block size plus
+placement chosen by replaying df's all_at_once schedules (REFERENCE 2.4
+round_robin; df-schedule defer-reduces and balance-iters) with a simple cost
+model (an SM streams its share of ~4 TB/s; fixed costs per partial, reduce
+and HBM edge) and taking the smallest modelled makespan.
+
+usage: cases.py OUT.json   (also prints one line per case)"""
+import heapq
+import json
+import math
+import random
+import sys
+
+SMS = 132
+HKV = 8
+ROW_BYTES = 2 * 128 * 2          # one K row + one V row of one KV head (fp16)
+SM_BYTES_PER_US = 4.0e12 / SMS / 1e6  # an SM's share of ~4 TB/s
+ITER_US = 3.0                     # per partial: dispatch, Q load, pipeline fill, merge, send
+REDUCE_US, REDUCE_PER_INPUT_US, FINAL_US = 1.0, 0.05, 0.3
+HBM_EDGE_US = 1.0                 # partial on another SM: flag + staging copy (parallel)
+SHARED_BUDGET = 150 * 1024        # per-CTA slot arena we allow (the kernel has 34 KB static)
+INTER_BYTES = 1040
+
+
+SCHEDULES = {  # name: (balance-iters, defer-reduces)
+    "rr": (False, False),         # REFERENCE 2.4 round_robin, reduces in emission order
+    "rr_defer": (False, True),    # the same placement, every queue's ITERs first
+    "balanced": (True, True),     # longest task first, ITER on the least loaded SM
+}
+
+
+def place(task_lens, block, balance):
+    """Per-SM queues of (op, task, block index, rows) as df_schedule emits them."""
+    queues = [[] for _ in range(SMS)]
+    order = sorted(range(len(task_lens)), key=lambda t: (-task_lens[t], t)) if balance \
+        else range(len(task_lens))
+    heap = [(0, sm) for sm in range(SMS)]  # (range units, sm), as lib/Plan/schedule.c
+    nxt = 0
+    for t in order:
+        n = task_lens[t]
+        blocks = []
+        for b in range(0, n, block):
+            rows = min(block, n - b)
+            if balance:
+                units, sm = heapq.heappop(heap)
+                heapq.heappush(heap, (units + rows, sm))
+            else:
+                sm = nxt % SMS
+                nxt += 1
+            queues[sm].append(("iter", t, len(blocks), rows))
+            blocks.append(sm)
+        queues[blocks[0]].append(("reduce", t, blocks))
+    return queues
+
+
+def makespan(task_lens, block, balance, defer):
+    """Modelled time (us) and the largest per-CTA slot bytes of the plan."""
+    queues = place(task_lens, block, balance)
+    if defer:
+        queues = [[op for op in q if op[0] == "iter"] + [op for op in q if op[0] == "reduce"]
+                  for q in queues]
+    held = max(sum(INTER_BYTES * (len(op[2]) + 1 if op[0] == "reduce" else 1) for op in q)
+               for q in queues)
+    # replay: queues in order, a reduce waits for its inputs
+    pos = [0] * SMS
+    clock = [0.0] * SMS
+    done = {}
+    progress = True
+    while progress:
+        progress = False
+        for sm in range(SMS):
+            while pos[sm] < len(queues[sm]):
+                op = queues[sm][pos[sm]]
+                if op[0] == "iter":
+                    clock[sm] += ITER_US + op[3] * ROW_BYTES / SM_BYTES_PER_US
+                    done[(op[1], op[2])] = (clock[sm], sm)
+                else:
+                    t, blocks = op[1], op[2]
+                    if any((t, i) not in done for i in range(len(blocks))):
+                        break
+                    start = clock[sm]
+                    for i in range(len(blocks)):
+                        at, where = done[(t, i)]
+                        start = max(start, at + (HBM_EDGE_US if where != sm else 0.0))
+                    clock[sm] = start + REDUCE_US + REDUCE_PER_INPUT_US * len(blocks) + FINAL_US
+                pos[sm] += 1
+                progress = True
+    assert all(pos[s] == len(queues[s]) for s in range(SMS)), "replay stuck"
+    return max(clock), held
+
+
+def choose(task_lens, schedules=tuple(SCHEDULES), blocks=None):
+    """(block, schedule name, modelled us) with the smallest modelled makespan."""
+    best = None
+    for name in schedules:
+        for block in blocks or range(256, max(task_lens) + 256, 256):
+            t, held = makespan(task_lens, block, *SCHEDULES[name])
+            if held <= SHARED_BUDGET and (best is None or t < best[2] - 1e-9):
+                best = (block, name, t)
+    return best
+
+
+def cases():
+    out = []
+
+    def add(name, lens, what):
+        out.append({"name": name, "what": what, "lens": lens})
+
+    add("u8x4k", [4096] * 8, "uniform B=8, S=4K")
+    add("u8x32k", [32768] * 8, "uniform B=8, S=32K")
+    add("u64x4k", [4096] * 64, "uniform B=64, S=4K")
+    add("u1x128k", [131072], "uniform B=1, S=128K")
+    r = random.Random(1016)
+    add("s16", [65536] + [r.randint(512, 4096) for _ in range(15)],
+        "skewed B=16: one 64K + 15 uniform in [512, 4096] (seed 1016)")
+    r = random.Random(1064)
+    add("s64", [32768, 32768] + [min(32768, max(64, int(r.lognormvariate(math.log(2048), 0.9))))
+                                 for _ in range(62)],
+        "skewed B=64: two 32K + 62 log-normal (median 2K, sigma 0.9; seed 1064)")
+    r = random.Random(1032)
+    add("s32", [min(32768, max(16, int(r.lognormvariate(math.log(1024), 1.2)))) for _ in range(32)],
+        "skewed B=32: log-normal (median 1K, sigma 1.2, synthetic chat-like; seed 1032)")
+    # Variants for the analysis (bench/README.md): the skewed batches with the
+    # reference's round_robin placement and queue order.
+    for base in [c for c in out if c["name"] in ("s16", "s64", "s32")]:
+        out.append(dict(base, name=base["name"] + ".rr", schedules=("rr",),
+                        what=base["what"] + "; round_robin, reduces in emission order"))
+    for c in out:
+        lens = c["lens"]
+        c["lmax"] = 1 << max(12, math.ceil(math.log2(max(lens))))
+        tl = [n for n in lens for _ in range(HKV)]
+        c["block"], c["schedule"], c["model_us"] = choose(tl, c.pop("schedules", tuple(SCHEDULES)),
+                                                          c.pop("blocks", None))
+        c["balance"], c["defer"] = SCHEDULES[c["schedule"]]
+        c.setdefault("cflags", "")
+        c["tokens"] = sum(lens)
+        c["kv_bytes"] = sum(lens) * HKV * ROW_BYTES
+    return out
+
+
+if __name__ == "__main__":
+    cs = cases()
+    with open(sys.argv[1], "w") as f:
+        json.dump(cs, f, indent=1)
+    for c in cs:
+        print(f"{c['name']}: B={len(c['lens'])} tokens={c['tokens']} lmax={c['lmax']} "
+              f"block={c['block']} {c['schedule']} model={c['model_us']:.1f}us kv={c['kv_bytes']/1e6:.1f}MB")

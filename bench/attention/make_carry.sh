@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# On the CPU machine (clang-22, df-opt/df-translate in $DF_BIN, default
+# build/bin): kernels and plans of the decode-attention bench, one PTX and
+# one plan blob per case of bench/attention/cases.py (lengths, LMAX and the
+# chosen block size in DIR/cases.json). Handlers:
+# examples/attention_gqa/attention_gqa_handlers.c with GQA_LMAX = the case's
+# KV capacity. Plans: 132 SMs, cluster 2, all_at_once with the placement the
+# model of cases.py prefers (round_robin, + defer-reduces, + balance-iters),
+# per-CTA shared layout, HBM staging copies.
+# usage: bench/attention/make_carry.sh DIR    (then, on the GPU machine:
+#        bash bench/attention/run.sh DIR OUT)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dir="${1:?usage: make_carry.sh DIR}"
+bin="${DF_BIN:-$root/build/bin}"
+mkdir -p "$dir"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+python3 "$root/bench/attention/cases.py" "$dir/cases.json"
+cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions
+        -O2 -std=gnu17 -I "$root/include" -emit-llvm -c)
+gqa="$root/examples/attention_gqa"
+python3 - "$dir/cases.json" >"$tmp/list" <<'PY'
+import json, sys
+for c in json.load(open(sys.argv[1])):
+    per_task = ",".join(str(n) for n in c["lens"] for _ in range(8))
+    print(c["name"], c["lmax"], c["block"], str(c["balance"]).lower(), str(c["defer"]).lower(),
+          c["cflags"] or "-", len(c["lens"]), per_task)
+PY
+while read -r name lmax block balance defer extra seqs lens; do
+  [ "$extra" = - ] && extra=""
+  bc="$tmp/gqa_$lmax${extra//[^A-Za-z0-9]/_}.bc"
+  # shellcheck disable=SC2086 # extra: compiler flags of a variant
+  [ -e "$bc" ] || clang-22 "${cflags[@]}" -DGQA_LMAX="${lmax}u" $extra "$gqa/attention_gqa_handlers.c" -o "$bc"
+  "$bin/df-opt" "$gqa/attention_gqa.mlir" \
+    --df-schedule="sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once balance-iters=$balance defer-reduces=$defer" \
+    --df-layout-slots="per-cta-shared=true" -o "$tmp/$name.mlir"
+  "$bin/df-translate" --df-to-ptx --df-link="$bc" "$tmp/$name.mlir" -o "$dir/$name.ptx"
+  "$bin/df-translate" --df-to-plan "$tmp/$name.mlir" -o "$dir/$name.dfplan"
+  echo "$name: $("$bin/df-translate" --df-plan-dump "$dir/$name.dfplan" | grep -E "^counts|^  shared_memory_bytes" \
+    | sed -E 's/ (slots|args|input_slots|task_coords|handlers|primary_handlers|operators|types)=[0-9]+//g' | tr '\n' ' ')"
+done <"$tmp/list"
+if command -v ptxas >/dev/null; then
+  ptxas -arch=sm_90a -v "$dir/$(head -1 "$tmp/list" | cut -d' ' -f1).ptx" -o "$tmp/k.cubin" 2>&1 | grep -E "registers|spill"
+fi
+du -sh "$dir"
