@@ -4,6 +4,7 @@
 
 #include "df/abi.h"
 #include "df/blob.h"
+#include "df/impl.h"
 #include "df/plan.h"
 #include "df/program.h"
 #include "df/runtime.h"
@@ -50,6 +51,11 @@ static const df_shared_entry layouts[] = {
     OFF(df_pack_options, handler_order), OFF(df_pack_options, skip_fingerprint),
     SIZE(df_packed), OFF(df_packed, handlers), OFF(df_packed, barriers), OFF(df_packed, launch),
     OFF(df_packed, fingerprint),
+    /* impl.h */
+    SIZE(df_impl), OFF(df_impl, op), OFF(df_impl, iter_value), OFF(df_impl, arity),
+    OFF(df_impl, min_arch), OFF(df_impl, general), OFF(df_impl, library),
+    SIZE(df_select_options), OFF(df_select_options, replacements),
+    OFF(df_select_options, replacement_count), SIZE(df_plan_impl_name),
     SIZE(df_abi_instr), SIZE(df_abi_slot), SIZE(df_abi_comm), SIZE(df_abi_args),
     SIZE(df_abi_tensor_arg),
     /* host_api.h */

@@ -265,6 +265,19 @@ class DataflowProgram:
             check(lib.df_program_add_operator(p, _name(op.name, "handler name"),
                                               _OP_KINDS[op.kind], len(op.parameters), params,
                                               result, None))
+            if op.library is not None:
+                # df_library_check: the name exists, suits the operator's kind
+                # and its intermediate has the fields the handler reads
+                status = lib.df_program_set_library(
+                    p, op.name.encode(), _name(op.library, f"handler '{op.name}' library"))
+                if status.code != 0:
+                    raise DataflowProgramError(str(error_for(status))) from None
+        for op in ops:
+            for im in op.implementations:
+                c_impl = im.to_c()
+                status = lib.df_program_add_impl(p, ctypes.byref(c_impl))
+                if status.code != 0:
+                    raise DataflowProgramError(str(error_for(status))) from None
         names = [st.name for st in self.stages]
         for i, st in enumerate(self.stages):
             self._add_stage(p, i, st, names, types, ops, type_index)

@@ -178,6 +178,9 @@ class PackedInstructionPlan:
         self.handler_names = tuple(h.name.decode() for h in handlers)
         self.handler_kinds = tuple(_kind(h.kind) for h in handlers)
         self.handler_symbols = tuple(h.symbol.decode() for h in handlers)
+        # The implementation each handler runs (selection by capability
+        # region, docs/implementations.md); None = the default binding.
+        self.handler_implementations = tuple(h.impl.decode() or None for h in handlers)
         self.primary_handler_count = int(k.primary_handler_count)
         ops = [k.operators[i] for i in range(k.operator_count)]
         self.operator_table = {o.name.decode(): int(o.index) for o in ops}
