@@ -55,6 +55,20 @@ class df_stage(Structure):
                 ("output_arity", u32), ("policy", _chars(NAME_MAX))]
 
 
+class df_range_decl(Structure):
+    _fields_ = [("axis", _chars(NAME_MAX)), ("source", _chars(NAME_MAX))]
+
+
+class df_program(Structure):
+    # impls is a df_impl * (impl.h, mirrored below)
+    _fields_ = [("alloc", df_allocator), ("name", _chars(NAME_MAX)), ("axis_count", u32),
+                ("axes", _chars(NAME_MAX) * MAX_AXES), ("range_count", u32),
+                ("ranges", df_range_decl * MAX_AXES), ("type_count", u32),
+                ("types", POINTER(df_itype)), ("op_count", u32), ("ops", c_void_p),
+                ("stage_count", u32), ("stages", POINTER(df_stage)), ("impl_count", u32),
+                ("impls", c_void_p), ("select_arch", u32)]
+
+
 # ---- plan.h -----------------------------------------------------------------------------
 
 class df_topology(Structure):
@@ -242,8 +256,10 @@ MIRRORS = {
     "df_topology": df_topology, "df_identity": df_identity, "df_variant": df_variant,
     "df_iter_buckets": df_iter_buckets, "df_exact_lengths": df_exact_lengths,
     "df_instr": df_instr, "df_slot": df_slot, "df_comm": df_comm, "df_plan_type": df_plan_type,
-    "df_plan_stage": df_plan_stage, "df_plan_impl_name": df_plan_impl_name, "df_plan": df_plan,
-    "df_impl": df_impl, "df_select_options": df_select_options, "df_range_lengths": df_range_lengths,
+    "df_range_decl": df_range_decl, "df_program": df_program,
+    "df_plan_stage": df_plan_stage, "df_plan_impl_name": df_plan_impl_name,
+    "df_plan": df_plan, "df_impl": df_impl, "df_select_options": df_select_options,
+    "df_range_lengths": df_range_lengths,
     "df_schedule_options": df_schedule_options, "df_barrier_alloc": df_barrier_alloc,
     "df_layout_options": df_layout_options, "df_handler": df_handler,
     "df_named_index": df_named_index, "df_launch_package": df_launch_package,

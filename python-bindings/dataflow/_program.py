@@ -219,6 +219,25 @@ class DataflowProgram:
             self._c = self._build_c(validate=True)
         return self._c
 
+    def selection_c_program(self, arch=None, replacements=None) -> Owned:
+        """A copy of the C program that records a selection's architecture
+        and caller replacements (as df-select-variants records them on
+        df.plan), so a plan blob written with it lets run-time re-plans
+        (libdfrt, ``df-run --replan``) select the same way."""
+        from .schedule import select_options
+
+        handle = self._build_c(validate=True)
+        keep: list = []
+        sel = select_options(arch, replacements, keep)
+        prog = ctypes.cast(handle.ptr, ctypes.POINTER(C.df_program)).contents
+        prog.select_arch = sel.arch
+        for i in range(sel.replacement_count):
+            check(lib.df_program_add_impl(handle.ptr, ctypes.byref(sel.replacements[i])),
+                  "replacement")
+            impls = ctypes.cast(prog.impls, ctypes.POINTER(C.df_impl))
+            impls[prog.impl_count - 1].origin = 2  # DF_IMPL_REPLACEMENT
+        return handle
+
     def _build_c(self, validate: bool) -> Owned:
         out = ctypes.c_void_p()
         check(lib.df_program_create(None, _name(self.name, "program name"), ctypes.byref(out)))

@@ -200,7 +200,14 @@ class CompiledArtifact:
         self._key = self._base_key
         self._lengths = {self._base_key: dict(range_lengths)}
         self._plans = {self._base_key: (plan, packed)}
-        self._base_blob = packed.to_blob()
+        # Blobs record a selection's architecture and replacements in their
+        # program, so run-time re-plans from them select the same way.
+        select = {k: kwargs[k] for k in ("arch", "replacements") if k in kwargs}
+        selects = "replacements" in select or any(
+            op.library is not None or op.implementations for op in program.operators())
+        self._blob_program = program.selection_c_program(**select) if select and selects \
+            else None
+        self._base_blob = packed.to_blob(self._blob_program)
         self._host_library = Path(shared[0]) if shared else None
         self.handler_module = handler_module
         self._given_bitcode = tuple(bitcode)
@@ -240,7 +247,8 @@ class CompiledArtifact:
         return self._blob(self._key)
 
     def _blob(self, key) -> bytes:
-        return self._base_blob if key == self._base_key else self._plan_pair(key)[1].to_blob()
+        return self._base_blob if key == self._base_key else \
+            self._plan_pair(key)[1].to_blob(self._blob_program)
 
     def _current(self) -> tuple:
         return self._plan_pair(self._key)
@@ -356,7 +364,13 @@ class CompiledArtifact:
         return self._emit(self.packed)
 
     def _schedule_options(self):
-        return schedule_options(range_lengths=self._lengths[self._key], **self.schedule_options)
+        """Options of libdfrt's re-plan of the blob: its program records the
+        selection (arch, replacements), so they are not given twice."""
+        kwargs = dict(self.schedule_options)
+        if self._blob_program is not None:
+            kwargs.pop("arch", None)
+            kwargs.pop("replacements", None)
+        return schedule_options(range_lengths=self._lengths[self._key], **kwargs)
 
     def close(self) -> None:
         """Release the GPU sessions (module, plans, executables)."""

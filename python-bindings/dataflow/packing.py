@@ -212,10 +212,11 @@ class PackedInstructionPlan:
 
     def to_blob(self, program=None) -> bytes:
         """The plan blob (df_blob_write), with ``program`` (default: the
-        program this plan was packed from) embedded when known."""
+        program this plan was packed from; a DataflowProgram or an owned C
+        program such as ``selection_c_program``'s) embedded when known."""
         program = program if program is not None else self.program
         if program is not None:
-            prog = program.c_program().ptr
+            prog = program.ptr if isinstance(program, Owned) else program.c_program().ptr
         else:
             embedded = getattr(self, "embedded_program", None)
             prog = embedded.ptr if embedded is not None else None

@@ -309,6 +309,39 @@ def test_replacements_shadow_the_programs_implementations(data):
     assert data.max_error([256, 100]) < 1e-3
 
 
+def recorded_selection(blob: bytes) -> tuple:
+    """(select_arch, [(name, origin)]) of the program a plan blob carries."""
+    import ctypes
+
+    from dataflow import _ctypes as C
+
+    packed = df.load_packed_plan(blob)
+    prog = ctypes.cast(packed.embedded_program.ptr, ctypes.POINTER(C.df_program)).contents
+    impls = ctypes.cast(prog.impls, ctypes.POINTER(C.df_impl))
+    return prog.select_arch, [(impls[i].name.decode(), impls[i].origin)
+                              for i in range(prog.impl_count)]
+
+
+def test_blobs_record_the_selection_for_run_time_replans():
+    program = with_impls(*SEED_IMPLS)
+    art = df.compile(program, "host", arch="sm_90", replacements=["split_kv=mine:general"],
+                     range_lengths=LENGTHS, **SEED)
+    arch, impls = recorded_selection(art.blob)
+    assert arch == 90  # DF_ARCH_SM90
+    assert impls == [("split_kv_len128", 0), ("split_kv_tiles4", 0), ("split_kv_general", 0),
+                     ("mine", 2)]  # program ones, then the replacement
+    # the program itself is left as declared: without the replacement its
+    # own implementations serve
+    plain = df.schedule(program, range_lengths=LENGTHS, **SEED)
+    assert {impl for _, impl in split_impls(plain)} == {"split_kv_len128", "split_kv_general"}
+    # the re-planned blob of new lengths records it too
+    art.replan({"kv": [256, 100]})
+    assert recorded_selection(art.blob)[1][-1] == ("mine", 2)
+    # libdfrt re-plans the blob without giving the selection twice
+    options, _keep = art._schedule_options()
+    assert not options.select
+
+
 def test_selection_errors_carry_dfs_message():
     ambiguous = with_impls(("split_kv_len128", dict(length=128)),
                            ("split_kv_tiles4", dict(length=128)),
@@ -362,6 +395,15 @@ def test_implementation_declaration_errors():
         T.Implementation("x", split_kv, min_arch="sm_70")
     with pytest.raises(TypeError, match="of= takes the Operator"):
         T.implementation(of="split_kv")
+    with pytest.raises(TypeError, match="of= takes the Operator"):
+        T.Implementation("x", 3)
+    with pytest.raises(TypeError, match="tiles must be an int"):
+        T.Implementation("x", split_kv, tiles="4")
+    with pytest.raises(TypeError, match="min_arch must be a string"):
+        T.Implementation("x", split_kv, min_arch=90)
+    with pytest.raises(df.DataflowValueError,
+                       match="implementation .x.: Dataflow reduce arity must be a positive"):
+        T.Implementation("x", combine, arity=0)
     assert T.Implementation("x", combine, arity=2).region == "arity=binary"
     assert T.Implementation.parse("combine=c2:arity=binary,arch=90a").region == \
         "arity=binary,arch=sm_90a"
@@ -379,3 +421,15 @@ def test_implementation_declaration_errors():
                        match="implementation 'combine' of 'split_kv' has the name of another "
                              "operator"):
         attention(split_kv, combine, finalize).validate()
+
+
+def test_host_backend_cannot_combine_generated_handlers_with_a_shared_object(tmp_path, data):
+    so = toolchain.host_library([HANDLERS], tmp_path)
+    art = df.compile(attention(*library_ops(split_source=None)), "host", handlers=[so],
+                     range_lengths=LENGTHS, **SEED)
+    with pytest.raises(df.DataflowCompileError,
+                       match="cannot combine handlers generated from the program \\(built-in "
+                             "handlers, implementations\\) with the host shared object"):
+        art.launch(data.Q, data.K, data.V, data.O)
+    with pytest.raises(TypeError, match="arch must be a string"):
+        df.schedule(attention(*library_ops()), range_lengths=LENGTHS, arch=90, **SEED)
