@@ -232,10 +232,20 @@ class DataflowProgram:
         prog = ctypes.cast(handle.ptr, ctypes.POINTER(C.df_program)).contents
         prog.select_arch = sel.arch
         for i in range(sel.replacement_count):
-            check(lib.df_program_add_impl(handle.ptr, ctypes.byref(sel.replacements[i])),
-                  "replacement")
+            rep = sel.replacements[i]
             impls = ctypes.cast(prog.impls, ctypes.POINTER(C.df_impl))
-            impls[prog.impl_count - 1].origin = 2  # DF_IMPL_REPLACEMENT
+            same = next((j for j in range(prog.impl_count) if impls[j].name == rep.name and
+                         impls[j].op == rep.op), None)
+            if same is None:
+                check(lib.df_program_add_impl(handle.ptr, ctypes.byref(rep)), "replacement")
+                impls = ctypes.cast(prog.impls, ctypes.POINTER(C.df_impl))
+                same = prog.impl_count - 1
+            else:
+                # the program's implementation of that symbol: replacements are
+                # the operator's only candidates, so it stands as the replacement
+                ctypes.memmove(ctypes.byref(impls[same]), ctypes.byref(rep),
+                               ctypes.sizeof(C.df_impl))
+            impls[same].origin = 2  # DF_IMPL_REPLACEMENT
         return handle
 
     def _build_c(self, validate: bool) -> Owned:

@@ -426,8 +426,8 @@ class Implementation:
         for field, value in (("name", self.name), ("op", self.operator_name)):
             data = value.encode()
             if len(data) >= C.NAME_MAX:
-                raise DataflowValueError(f"implementation '{self.name}': {field} '{value}' is longer "
-                                 f"than {C.NAME_MAX - 1} bytes")
+                raise DataflowValueError(f"implementation '{self.name}': {field} '{value}' is "
+                                         f"longer than {C.NAME_MAX - 1} bytes")
             setattr(im, field, data)
         im.origin = origin
         if self.tiles is not None:
@@ -440,8 +440,8 @@ class Implementation:
                     im.has_arity, im.arity = True, code
                     break
             else:
-                raise DataflowValueError(f"implementation '{self.name}': arity must be passthrough, "
-                                 f"binary or generic, got {self.arity!r}")
+                raise DataflowValueError(f"implementation '{self.name}': arity must be "
+                                         f"passthrough, binary or generic, got {self.arity!r}")
         im.dtype = self.dtype.code if self.dtype is not None else 0
         if self.min_arch is not None:
             code = ctypes.c_int()

@@ -340,6 +340,11 @@ def test_blobs_record_the_selection_for_run_time_replans():
     # libdfrt re-plans the blob without giving the selection twice
     options, _keep = art._schedule_options()
     assert not options.select
+    # a replacement with a program implementation's symbol stands in its entry
+    art = df.compile(program, "host", replacements=["split_kv=split_kv_general:general"],
+                     range_lengths=LENGTHS, **SEED)
+    assert recorded_selection(art.blob) == (0, [("split_kv_len128", 0), ("split_kv_tiles4", 0),
+                                                ("split_kv_general", 2)])
 
 
 def test_selection_errors_carry_dfs_message():
@@ -404,7 +409,13 @@ def test_implementation_declaration_errors():
     with pytest.raises(df.DataflowValueError,
                        match="implementation .x.: Dataflow reduce arity must be a positive"):
         T.Implementation("x", combine, arity=0)
+    with pytest.raises(df.DataflowValueError,
+                       match="arity must be passthrough, binary or generic, got 'ternary'"):
+        T.Implementation("x", combine, arity="ternary")
+    with pytest.raises(df.DataflowValueError, match="name '" + "x" * 64 + "' is longer than 63"):
+        T.Implementation("x" * 64, combine)
     assert T.Implementation("x", combine, arity=2).region == "arity=binary"
+    assert T.Implementation("x", combine, dtype=T.float16).region == "dtype=float16"
     assert T.Implementation.parse("combine=c2:arity=binary,arch=90a").region == \
         "arity=binary,arch=sm_90a"
 
@@ -433,3 +444,21 @@ def test_host_backend_cannot_combine_generated_handlers_with_a_shared_object(tmp
         art.launch(data.Q, data.K, data.V, data.O)
     with pytest.raises(TypeError, match="arch must be a string"):
         df.schedule(attention(*library_ops()), range_lengths=LENGTHS, arch=90, **SEED)
+
+
+def test_dtype_and_arity_regions():
+    # the seed's payload (AttnInter.o) is float16: the float32 one never applies
+    program = with_impls(("split_kv_len128", dict(dtype="float16")),
+                         ("split_kv_general", dict(dtype=T.float32)))
+    plan = df.schedule(program, range_lengths=LENGTHS, **SEED)
+    assert {impl for _, impl in split_impls(plan)} == {"split_kv_len128"}
+    # reduce arity classes: a replacement for binary reduces only declines the
+    # 3-input one, an arity-3 (generic) one serves it
+    with pytest.raises(df.DataflowValueError,
+                       match="the kernel supplied for operator 'combine' does not serve"):
+        df.schedule(program, range_lengths=LENGTHS, replacements=["combine=c2:arity=binary"],
+                    **SEED)
+    plan = df.schedule(program, range_lengths=LENGTHS, **SEED, replacements=[
+        "combine=c2:arity=binary", T.Implementation("cn", "combine", arity=3)])
+    assert {(len(i.input_slots), i.implementation) for i in plan.instructions
+            if i.operator_name == "combine"} == {(3, "cn"), (2, "c2")}
