@@ -57,9 +57,12 @@ def _lengths_key(range_lengths: Mapping) -> tuple:
 
 
 def _mlir_bodies(program: DataflowProgram) -> list:
-    """(operator name, MLIR text) of the operators declared with ``mlir=``."""
-    return [(op.name, op.body.value) for op in program.operators()
-            if op.body is not None and op.body.kind == "mlir"]
+    """(operator or implementation name, MLIR text) of the operators and
+    implementations declared with ``mlir=``."""
+    bodies = [(op.name, op.body.value) for op in program.operators()
+              if op.body is not None and op.body.kind == "mlir"]
+    return bodies + [(im.name, im.mlir) for op in program.operators()
+                     for im in op.implementations if im.mlir is not None]
 
 
 def _uses_module(program: DataflowProgram, replacements) -> bool:
@@ -92,7 +95,14 @@ def _handler_files(program: DataflowProgram, handlers,
     if isinstance(replacements, (str, Implementation)):
         replacements = [replacements]
     impls = [im for op in program.operators() for im in op.implementations]
-    impls += [r for r in replacements or () if isinstance(r, Implementation)]
+    replaced = [r for r in replacements or () if isinstance(r, Implementation)]
+    for r in replaced:
+        if r.mlir is not None:
+            raise DataflowCompileError(
+                f"replacement '{r.name}' of '{r.operator_name}': a replacement's body comes "
+                f"from source= or the handler files (MLIR bodies merge into the program "
+                f"module, where only declared implementations live)", "unsupported")
+    impls += replaced
     handlers += [im.source for im in impls if im.source is not None]
     sources, bitcode, shared = [], [], []
     for h in handlers:

@@ -371,12 +371,13 @@ class Implementation:
     ``min_arch`` ("sm_80" < "sm_90" < "sm_90a"), or ``general`` (serves
     every call where no specialised implementation applies). ``name`` is
     the symbol: a ``void name(const df_ctx *)`` function defined in
-    ``source`` (a C source, or LLVM bitcode .bc/.ll) or in the handler
-    files given to df.compile. ``of`` is the Operator (or, for a
+    ``source`` (a C source, or LLVM bitcode .bc/.ll), in ``mlir`` (MLIR
+    text of ``func.func @name(%ctx: !llvm.ptr)``, whose df.ctx_input/output
+    fields are the operator's) or in the handler files given to df.compile. ``of`` is the Operator (or, for a
     replacement, the operator's name)."""
 
     def __init__(self, name: str, of, *, tiles=None, length=None, arity=None, dtype=None,
-                 min_arch=None, general: builtins.bool = False, source=None):
+                 min_arch=None, general: builtins.bool = False, source=None, mlir=None):
         if not isinstance(name, str) or not name:
             raise TypeError(f"an implementation's name must be a non-empty string, got "
                             f"{name!r}")
@@ -411,6 +412,11 @@ class Implementation:
         if source is not None and not isinstance(source, str):
             source = str(source)  # a path-like
         self.source = source
+        if mlir is not None and not isinstance(mlir, str):
+            raise TypeError(f"{what}: mlir= takes MLIR text (a str), got {type(mlir).__name__}")
+        if mlir is not None and source is not None:
+            raise TypeError(f"{what}: give its body by one of source= and mlir=")
+        self.mlir = mlir
         self.to_c()  # df_impl_check: a general one must not narrow the range or arity
 
     @property
@@ -490,7 +496,7 @@ class Implementation:
 
 def implementation(fn=None, *, of, name: str | None = None, tiles=None, length=None,
                    arity=None, dtype=None, min_arch=None, general: builtins.bool = False,
-                   source=None):
+                   source=None, mlir=None):
     """Declare an implementation of operator ``of`` serving a capability
     region (see Implementation); the decorated function's name is the
     symbol (``name=`` overrides it) and its Python body never runs. The
@@ -506,7 +512,7 @@ def implementation(fn=None, *, of, name: str | None = None, tiles=None, length=N
         if not isinstance(symbol, str):
             raise TypeError(f"@implementation decorates a function, got {f!r}")
         im = Implementation(symbol, of, tiles=tiles, length=length, arity=arity, dtype=dtype,
-                            min_arch=min_arch, general=general, source=source)
+                            min_arch=min_arch, general=general, source=source, mlir=mlir)
         if any(other.name == symbol for other in of.implementations):
             raise DataflowValueError(f"implementation '{symbol}' of '{of.name}' is declared twice")
         of.implementations = of.implementations + (im,)

@@ -462,3 +462,58 @@ def test_dtype_and_arity_regions():
         "combine=c2:arity=binary", T.Implementation("cn", "combine", arity=3)])
     assert {(len(i.input_slots), i.implementation) for i in plan.instructions
             if i.operator_name == "combine"} == {(3, "cn"), (2, "c2")}
+
+
+def mlir_split_kv(symbol: str, attributes: str = "") -> str:
+    """examples/seed/attention_handlers.mlir's split_kv (and its score
+    helper) as the body of implementation ``symbol``."""
+    from test_mlir_bodies import SPLIT_KV
+
+    head, sep, rest = SPLIT_KV.partition("  func.func @split_kv(%ctx: !llvm.ptr) attributes {")
+    assert sep
+    rest = rest.split("} {", 1)[1]  # drop the handler's df.* attributes
+    return f"{head}  func.func @{symbol}(%ctx: !llvm.ptr){attributes} {{{rest}"
+
+
+def test_implementation_bodies_as_mlir_text(data):
+    split_kv, combine, finalize = library_ops(split_source=None)
+    T.implementation(of=split_kv, name="split_kv_mlir128", length=128,
+                     mlir=mlir_split_kv("split_kv_mlir128",
+                                        " attributes {df.length = 128 : i64}"))(None)
+    T.implementation(of=split_kv, name="split_kv_general", general=True, source=IMPLS)(None)
+    art = df.compile(attention(split_kv, combine, finalize), "sm_90a", range_lengths=LENGTHS,
+                     **SEED)
+    assert {impl for _, impl in split_impls(art.plan)} == {"split_kv_mlir128",
+                                                           "split_kv_general"}
+    assert "func.func" in art.handler_module.text() and \
+        'sym_name = "split_kv_mlir128"' in art.handler_module.text()
+    assert ".entry df_persistent_kernel" in art.ptx
+    # the MLIR length-128 body and the C general one (attention_impls.c) on the host
+    clear(data.O)
+    art.launch(data.Q, data.K, data.V, data.O, backend="host")
+    assert data.max_error([384, 200]) < 1e-3
+
+
+def test_implementation_mlir_body_errors():
+    split_kv, combine, finalize = library_ops(split_source=None)
+    with pytest.raises(TypeError, match="one of source= and mlir="):
+        T.Implementation("x", split_kv, source=IMPLS, mlir="func.func @x() { return }")
+    T.implementation(of=split_kv, name="wrong_region", length=128,
+                     mlir=mlir_split_kv("wrong_region", " attributes {df.length = 64 : i64}"))(
+                         None)
+    program = attention(split_kv, combine, finalize)
+    with pytest.raises(df.DataflowHandlerError,
+                       match=r"implementation 'wrong_region': the MLIR body's df.length 64 : i64 "
+                             r"does not match the declaration's 128 : i64"):
+        df.compile(program, "host", range_lengths={"kv": [128, 256]}, **SEED)
+    split_kv, combine, finalize = library_ops(split_source=None)
+    T.implementation(of=split_kv, name="no_ctx", general=True,
+                     mlir="func.func @no_ctx() { return }")(None)
+    with pytest.raises(df.DataflowHandlerError,
+                       match=r"implementation 'no_ctx': the MLIR body's type must be "
+                             r"\(!llvm.ptr\) -> \(\) \(the df_ctx pointer\), got \(\) -> \(\)"):
+        df.compile(attention(split_kv, combine, finalize), "host", range_lengths=LENGTHS, **SEED)
+    mine = T.Implementation("mine", "split_kv", general=True, mlir="func.func @mine() { return }")
+    with pytest.raises(df.DataflowCompileError, match="a replacement's body comes from source="):
+        df.compile(attention(*library_ops()), "host", range_lengths=LENGTHS,
+                   replacements=[mine], **SEED)
