@@ -90,6 +90,11 @@ df_status df_operation_generic_text(MlirOperation op, char **text);
    df.signature / df.kind / df.params, when given, must equal the
    declaration's type / df.kind / df.params (else they are taken from it).
    Helpers the module already has with the same definition are kept once.
+   `op_name` may also name an implementation (a declaration with
+   df.implements, df/impl.h): its body has the same df_ctx signature, any
+   df.implements / region attributes it repeats must equal the
+   declaration's, and its df.ctx_input/output `field`s are those of the
+   operator it implements.
    Parse errors come back in the status (with `source_name` locations),
    not on stderr. On error the module is unchanged. */
 df_status df_module_add_handler_body(MlirOperation module, const char *op_name,

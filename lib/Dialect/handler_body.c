@@ -1,5 +1,6 @@
 /* One handler's MLIR body, given as text apart from the program (the Python
-   bindings' `mlir=` bodies), merged into a program module: the text's
+   bindings' `mlir=` bodies), merged into a program module (an
+   implementation's body, df.implements, likewise): the text's
    func.func with the handler's name replaces the handler's declaration and
    the functions it calls are added beside it. All checks run before the
    module changes, so a refused body leaves it as it was. */
@@ -99,7 +100,49 @@ static df_status check_attr(MlirOperation decl, MlirOperation fn, const char *at
                           op_name, attr, g, w);
 }
 
+/* The df.* attributes of an implementation's declaration: the operator it
+   implements and its capability region. */
+static const char *const impl_attrs[] = {"df.implements", "df.tiles", "df.length", "df.arity",
+                                         "df.dtype", "df.min_arch", "df.general"};
+#define IMPL_ATTR_COUNT (sizeof impl_attrs / sizeof impl_attrs[0])
+
+static bool is_impl(MlirOperation decl) {
+  return mlirAttributeIsNull(df_op_attr(decl, "df.kind")) &&
+         !mlirAttributeIsNull(df_op_attr(decl, "df.implements"));
+}
+
+/* An implementation's body: the df_ctx signature; the region, when the
+   text repeats it, must be the declaration's. */
+static df_status check_impl_body(MlirOperation decl, MlirOperation fn, const char *name) {
+  MlirType ft = mlirTypeAttrGetValue(df_op_attr(fn, "function_type"));
+  if (mlirFunctionTypeGetNumInputs(ft) != 1 || mlirFunctionTypeGetNumResults(ft) != 0 ||
+      !mlirTypeIsALLVMPointerType(mlirFunctionTypeGetInput(ft, 0))) {
+    char t[160];
+    df_type_to_string(ft, t, sizeof t);
+    return df_status_errorf(DF_EINVAL,
+                            "implementation '%s': the MLIR body's type must be (!llvm.ptr) -> () "
+                            "(the df_ctx pointer), got %s",
+                            name, t);
+  }
+  for (size_t i = 0; i < IMPL_ATTR_COUNT; i++) {
+    MlirAttribute want = df_op_attr(decl, impl_attrs[i]), got = df_op_attr(fn, impl_attrs[i]);
+    if (mlirAttributeIsNull(got) || (!mlirAttributeIsNull(want) && mlirAttributeEqual(want, got)))
+      continue;
+    char w[160] = "(none)", g[160];
+    if (!mlirAttributeIsNull(want))
+      df_attr_to_string(want, w, sizeof w);
+    df_attr_to_string(got, g, sizeof g);
+    return df_status_errorf(DF_EINVAL,
+                            "implementation '%s': the MLIR body's %s %s does not match the "
+                            "declaration's %s",
+                            name, impl_attrs[i], g, w);
+  }
+  return df_status_ok();
+}
+
 static df_status check_body(MlirOperation decl, MlirOperation fn, const char *op_name) {
+  if (is_impl(decl))
+    return check_impl_body(decl, fn, op_name);
   MlirType ft = mlirTypeAttrGetValue(df_op_attr(fn, "function_type"));
   if (mlirFunctionTypeGetNumInputs(ft) != 1 || mlirFunctionTypeGetNumResults(ft) != 0 ||
       !mlirTypeIsALLVMPointerType(mlirFunctionTypeGetInput(ft, 0))) {
@@ -157,9 +200,15 @@ static void set_missing(MlirOperation decl, MlirOperation fn, const char *attr,
 static void merge(MlirOperation module, MlirOperation parsed, MlirOperation decl,
                   MlirOperation handler) {
   MlirOperation fn = mlirOperationClone(handler);
-  set_missing(decl, fn, "df.signature", "function_type");
-  set_missing(decl, fn, "df.kind", "df.kind");
-  set_missing(decl, fn, "df.params", "df.params");
+  if (is_impl(decl)) {
+    for (size_t i = 0; i < IMPL_ATTR_COUNT; i++)
+      if (!mlirAttributeIsNull(df_op_attr(decl, impl_attrs[i])))
+        set_missing(decl, fn, impl_attrs[i], impl_attrs[i]);
+  } else {
+    set_missing(decl, fn, "df.signature", "function_type");
+    set_missing(decl, fn, "df.kind", "df.kind");
+    set_missing(decl, fn, "df.params", "df.params");
+  }
   mlirBlockInsertOwnedOperationAfter(body_of(module), decl, fn);
   mlirOperationDestroy(decl);
   for (MlirOperation op = mlirBlockGetFirstOperation(body_of(parsed)); !mlirOperationIsNull(op);
@@ -216,7 +265,8 @@ df_status df_module_add_handler_body(MlirOperation module, const char *op_name,
   if (!op_name || !*op_name)
     return df_status_errorf(DF_EINVAL, "an MLIR handler body needs its operator's name");
   MlirOperation decl = find_func(module, mlirStringRefCreateFromCString(op_name));
-  if (mlirOperationIsNull(decl) || mlirAttributeIsNull(df_op_attr(decl, "df.kind")))
+  if (mlirOperationIsNull(decl) ||
+      (mlirAttributeIsNull(df_op_attr(decl, "df.kind")) && !is_impl(decl)))
     return df_status_errorf(DF_EINVAL, "handler '%s': the program declares no handler of that "
                                        "name",
                             op_name);

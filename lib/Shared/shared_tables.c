@@ -4,6 +4,7 @@
 
 #include "df/abi.h"
 #include "df/blob.h"
+#include "df/impl.h"
 #include "df/plan.h"
 #include "df/program.h"
 #include "df/runtime.h"
@@ -36,6 +37,8 @@ static const df_shared_entry constants[] = {
 static const df_shared_entry layouts[] = {
     SIZE(df_status), SIZE(df_allocator), SIZE(df_field), SIZE(df_itype), SIZE(df_param),
     SIZE(df_binding), SIZE(df_stage), OFF(df_stage, bindings), OFF(df_stage, policy),
+    SIZE(df_range_decl), SIZE(df_program), OFF(df_program, ranges), OFF(df_program, ops),
+    OFF(df_program, impl_count), OFF(df_program, impls), OFF(df_program, select_arch),
     SIZE(df_topology), SIZE(df_identity), SIZE(df_variant), OFF(df_variant, arity),
     SIZE(df_iter_buckets), SIZE(df_exact_lengths),
     SIZE(df_instr), OFF(df_instr, stage), OFF(df_instr, variant), OFF(df_instr, impl), OFF(df_instr, fused),
@@ -53,6 +56,11 @@ static const df_shared_entry layouts[] = {
     OFF(df_pack_options, handler_order), OFF(df_pack_options, skip_fingerprint),
     SIZE(df_packed), OFF(df_packed, handlers), OFF(df_packed, barriers), OFF(df_packed, launch),
     OFF(df_packed, fingerprint),
+    /* impl.h */
+    SIZE(df_impl), OFF(df_impl, op), OFF(df_impl, iter_value), OFF(df_impl, arity),
+    OFF(df_impl, min_arch), OFF(df_impl, general), OFF(df_impl, library),
+    SIZE(df_select_options), OFF(df_select_options, replacements),
+    OFF(df_select_options, replacement_count), SIZE(df_plan_impl_name),
     SIZE(df_abi_instr), SIZE(df_abi_slot), SIZE(df_abi_comm), SIZE(df_abi_args),
     SIZE(df_abi_tensor_arg),
     /* host_api.h */

@@ -76,10 +76,17 @@ static int32_t slot_type(const df_program *prog, MlirOperation op, bool output,
                          char *handler, size_t cap, const char **why) {
   MlirOperation fn = enclosing_function(op);
   handler[0] = '\0';
-  *why = "it is not inside a handler (a func.func with df.kind)";
-  if (mlirOperationIsNull(fn) || mlirAttributeIsNull(df_op_attr(fn, "df.kind")) || !prog)
+  *why = "it is not inside a handler (a func.func with df.kind, or an implementation with "
+         "df.implements)";
+  if (mlirOperationIsNull(fn) || !prog)
     return -1;
-  df_strref_copy(mlirStringAttrGetValue(df_op_attr(fn, "sym_name")), handler, cap);
+  MlirAttribute implements = df_op_attr(fn, "df.implements");
+  if (!mlirAttributeIsNull(df_op_attr(fn, "df.kind")))
+    df_strref_copy(mlirStringAttrGetValue(df_op_attr(fn, "sym_name")), handler, cap);
+  else if (mlirAttributeIsAFlatSymbolRef(implements)) /* the operator's slots */
+    df_strref_copy(mlirFlatSymbolRefAttrGetValue(implements), handler, cap);
+  else
+    return -1;
   int32_t o = df_program_find_operator(prog, handler);
   if (o < 0)
     return -1;

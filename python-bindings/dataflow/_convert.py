@@ -76,6 +76,7 @@ def plan_from_c(ptr: int, program, topology: GPUTopology) -> InstructionPlan:
         return found
 
     inputs = p.inputs
+    impl_names = [p.impl_names[i].name.decode() for i in range(p.impl_count)]
     instructions = []
     for i in range(p.instr_count):
         d = p.instrs[i]
@@ -97,6 +98,7 @@ def plan_from_c(ptr: int, program, topology: GPUTopology) -> InstructionPlan:
             handler_identity=identity_from_c(d.identity) if d.has_identity else None,
             handler_variant_key=variant_from_c(d.variant) if d.has_variant else None,
             program=program,
+            implementation=impl_names[d.impl - 1] if 0 < d.impl <= len(impl_names) else None,
         ))
     slots = []
     for i in range(p.slot_count):
@@ -269,6 +271,12 @@ def plan_to_c(plan) -> CPlan:
         if ins.handler_variant_key is not None:
             d.has_variant = True
             d.variant = ins.handler_variant_key.to_c()
+        if ins.implementation is not None:
+            ref = C.u32()
+            check(lib.df_plan_intern_impl(
+                ptr, _name(ins.implementation, f"instruction {ins.instruction_id} implementation"),
+                ctypes.byref(ref)))
+            d.impl = ref.value
         inputs = [_u32(s, f"instruction {ins.instruction_id} input slot", none_ok=False)
                   for s in ins.input_slots]
         arr = (C.u32 * max(1, len(inputs)))(*inputs)

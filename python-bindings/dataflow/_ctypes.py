@@ -56,6 +56,20 @@ class df_stage(Structure):
                 ("output_arity", u32), ("policy", _chars(NAME_MAX))]
 
 
+class df_range_decl(Structure):
+    _fields_ = [("axis", _chars(NAME_MAX)), ("source", _chars(NAME_MAX))]
+
+
+class df_program(Structure):
+    # impls is a df_impl * (impl.h, mirrored below)
+    _fields_ = [("alloc", df_allocator), ("name", _chars(NAME_MAX)), ("axis_count", u32),
+                ("axes", _chars(NAME_MAX) * MAX_AXES), ("range_count", u32),
+                ("ranges", df_range_decl * MAX_AXES), ("type_count", u32),
+                ("types", POINTER(df_itype)), ("op_count", u32), ("ops", c_void_p),
+                ("stage_count", u32), ("stages", POINTER(df_stage)), ("impl_count", u32),
+                ("impls", c_void_p), ("select_arch", u32)]
+
+
 # ---- plan.h -----------------------------------------------------------------------------
 
 class df_topology(Structure):
@@ -113,6 +127,10 @@ class df_plan_stage(Structure):
                 ("op_kind", enum)]
 
 
+class df_plan_impl_name(Structure):
+    _fields_ = [("name", _chars(NAME_MAX))]
+
+
 class df_plan(Structure):
     _fields_ = [("alloc", df_allocator), ("topology", df_topology), ("block_size", u32),
                 ("range_axis", _chars(NAME_MAX)), ("policy", enum), ("strategy", enum),
@@ -126,7 +144,21 @@ class df_plan(Structure):
                 ("inputs", POINTER(u32)), ("queue_offsets", POINTER(u32)),
                 ("queue_lengths", POINTER(u32)), ("queue_id_count", u32),
                 ("queue_id_cap", u32), ("queue_ids", POINTER(u32)), ("impl_count", u32),
-                ("impl_names", c_void_p)]
+                ("impl_names", POINTER(df_plan_impl_name))]
+
+
+# ---- impl.h -----------------------------------------------------------------------------
+
+class df_impl(Structure):
+    _fields_ = [("name", _chars(NAME_MAX)), ("op", _chars(NAME_MAX)), ("origin", enum),
+                ("iter", enum), ("iter_value", u32), ("has_arity", c_bool), ("arity", enum),
+                ("dtype", enum), ("min_arch", enum), ("general", c_bool),
+                ("library", _chars(NAME_MAX))]
+
+
+class df_select_options(Structure):
+    _fields_ = [("arch", enum), ("replacements", POINTER(df_impl)),
+                ("replacement_count", u32)]
 
 
 class df_range_lengths(Structure):
@@ -141,8 +173,8 @@ class df_schedule_options(Structure):
                 ("include_exit", c_bool), ("force_hbm_comms", c_bool), ("partial_only", c_bool),
                 ("buckets", df_iter_buckets), ("bucket_size", u32),
                 ("exact_lengths", df_exact_lengths), ("transfer_tile_bytes", u32),
-                ("select", c_void_p), ("defer_select", c_bool), ("defer_reduces", c_bool),
-                ("balance_iters", c_bool)]
+                ("select", POINTER(df_select_options)), ("defer_select", c_bool),
+                ("defer_reduces", c_bool), ("balance_iters", c_bool)]
 
 
 class df_barrier_alloc(Structure):
@@ -226,7 +258,10 @@ MIRRORS = {
     "df_topology": df_topology, "df_identity": df_identity, "df_variant": df_variant,
     "df_iter_buckets": df_iter_buckets, "df_exact_lengths": df_exact_lengths,
     "df_instr": df_instr, "df_slot": df_slot, "df_comm": df_comm, "df_plan_type": df_plan_type,
-    "df_plan_stage": df_plan_stage, "df_plan": df_plan, "df_range_lengths": df_range_lengths,
+    "df_range_decl": df_range_decl, "df_program": df_program,
+    "df_plan_stage": df_plan_stage, "df_plan_impl_name": df_plan_impl_name,
+    "df_plan": df_plan, "df_impl": df_impl, "df_select_options": df_select_options,
+    "df_range_lengths": df_range_lengths,
     "df_schedule_options": df_schedule_options, "df_barrier_alloc": df_barrier_alloc,
     "df_layout_options": df_layout_options, "df_handler": df_handler,
     "df_named_index": df_named_index, "df_launch_package": df_launch_package,
@@ -283,6 +318,14 @@ def declare_core(dll) -> None:
         ("df_program_validate_at", S, P, POINTER(c_int32)),
         ("df_program_tensor_args", u32, P, POINTER(c_char_p), u32),
         ("df_program_dump", S, P, P),
+        # impl.h: implementations by capability region, built-in handlers
+        ("df_arch_name", c_char_p, enum), ("df_arch_parse", S, c_char_p, pI),
+        ("df_impl_origin_name", c_char_p, enum),
+        ("df_impl_check", S, POINTER(df_impl)), ("df_impl_parse", S, c_char_p, POINTER(df_impl)),
+        ("df_impl_region", c_int, POINTER(df_impl), c_char_p, c_size_t),
+        ("df_library_names", c_char_p),
+        ("df_program_add_impl", S, P, POINTER(df_impl)),
+        ("df_program_set_library", S, P, c_char_p, c_char_p),
         # plan.h: names and variants
         ("df_topology_check", S, POINTER(df_topology)),
         ("df_iter_mode_name", c_char_p, enum), ("df_iter_mode_parse", S, c_char_p, pI),
@@ -315,6 +358,7 @@ def declare_core(dll) -> None:
         ("df_plan_set_tasks", S, P, u32, pu32),
         ("df_plan_set_queues", S, P, pu32, pu32, u32),
         ("df_plan_adopt_program", S, P, P),
+        ("df_plan_intern_impl", S, P, c_char_p, pu32),
         ("df_plan_task_coords", u32, P, u32, pu32),
         # scheduling, barriers, layout, packing
         ("df_schedule_options_default", df_schedule_options),

@@ -219,6 +219,35 @@ class DataflowProgram:
             self._c = self._build_c(validate=True)
         return self._c
 
+    def selection_c_program(self, arch=None, replacements=None) -> Owned:
+        """A copy of the C program that records a selection's architecture
+        and caller replacements (as df-select-variants records them on
+        df.plan), so a plan blob written with it lets run-time re-plans
+        (libdfrt, ``df-run --replan``) select the same way."""
+        from .schedule import select_options
+
+        handle = self._build_c(validate=True)
+        keep: list = []
+        sel = select_options(arch, replacements, keep)
+        prog = ctypes.cast(handle.ptr, ctypes.POINTER(C.df_program)).contents
+        prog.select_arch = sel.arch
+        for i in range(sel.replacement_count):
+            rep = sel.replacements[i]
+            impls = ctypes.cast(prog.impls, ctypes.POINTER(C.df_impl))
+            same = next((j for j in range(prog.impl_count) if impls[j].name == rep.name and
+                         impls[j].op == rep.op), None)
+            if same is None:
+                check(lib.df_program_add_impl(handle.ptr, ctypes.byref(rep)), "replacement")
+                impls = ctypes.cast(prog.impls, ctypes.POINTER(C.df_impl))
+                same = prog.impl_count - 1
+            else:
+                # the program's implementation of that symbol: replacements are
+                # the operator's only candidates, so it stands as the replacement
+                ctypes.memmove(ctypes.byref(impls[same]), ctypes.byref(rep),
+                               ctypes.sizeof(C.df_impl))
+            impls[same].origin = 2  # DF_IMPL_REPLACEMENT
+        return handle
+
     def _build_c(self, validate: bool) -> Owned:
         out = ctypes.c_void_p()
         check(lib.df_program_create(None, _name(self.name, "program name"), ctypes.byref(out)))
@@ -265,6 +294,19 @@ class DataflowProgram:
             check(lib.df_program_add_operator(p, _name(op.name, "handler name"),
                                               _OP_KINDS[op.kind], len(op.parameters), params,
                                               result, None))
+            if op.library is not None:
+                # df_library_check: the name exists, suits the operator's kind
+                # and its intermediate has the fields the handler reads
+                status = lib.df_program_set_library(
+                    p, op.name.encode(), _name(op.library, f"handler '{op.name}' library"))
+                if status.code != 0:
+                    raise DataflowProgramError(str(error_for(status))) from None
+        for op in ops:
+            for im in op.implementations:
+                c_impl = im.to_c()
+                status = lib.df_program_add_impl(p, ctypes.byref(c_impl))
+                if status.code != 0:
+                    raise DataflowProgramError(str(error_for(status))) from None
         names = [st.name for st in self.stages]
         for i, st in enumerate(self.stages):
             self._add_stage(p, i, st, names, types, ops, type_index)

@@ -26,7 +26,7 @@ from .toolchain import DataflowCompileError, device_bitcode, host_bitcode, host_
 
 __all__ = ["compile", "CompiledArtifact", "LaunchResult", "TARGETS"]
 
-TARGETS = ("sm_90a", "sm_90", "host")
+TARGETS = ("sm_90a", "sm_90", "sm_80", "host")
 _PLAN_CACHE = 8  # re-planned (plan, packed) pairs kept per artifact
 
 
@@ -57,26 +57,53 @@ def _lengths_key(range_lengths: Mapping) -> tuple:
 
 
 def _mlir_bodies(program: DataflowProgram) -> list:
-    """(operator name, MLIR text) of the operators declared with ``mlir=``."""
-    return [(op.name, op.body.value) for op in program.operators()
-            if op.body is not None and op.body.kind == "mlir"]
+    """(operator or implementation name, MLIR text) of the operators and
+    implementations declared with ``mlir=``."""
+    bodies = [(op.name, op.body.value) for op in program.operators()
+              if op.body is not None and op.body.kind == "mlir"]
+    return bodies + [(im.name, im.mlir) for op in program.operators()
+                     for im in op.implementations if im.mlir is not None]
 
 
-def _handler_files(program: DataflowProgram, handlers) -> tuple[list, list, list]:
+def _uses_module(program: DataflowProgram, replacements) -> bool:
+    """Whether code generation needs the program module: built-in library
+    handlers (their wrappers read the program), implementations to choose
+    among, or MLIR bodies."""
+    return bool(replacements) or any(
+        op.library is not None or op.implementations or
+        (op.body is not None and op.body.kind == "mlir") for op in program.operators())
+
+
+def _handler_files(program: DataflowProgram, handlers,
+                   replacements=()) -> tuple[list, list, list]:
     """(C sources, bitcode files, host shared objects) from ``handlers`` or,
-    when None, from the operators' declared file bodies (``source=``)."""
+    when None, from the operators' declared file bodies (``source=``); the
+    sources of declared implementations and of replacement Implementation
+    objects are always added."""
+    from .language import Implementation
+
     if handlers is None:
         handlers = []
         for op in program.operators():
-            if op.body is None or op.body.kind == "mlir":
+            if op.body is None or op.body.kind in ("mlir", "library"):
                 continue
-            if op.body.kind not in ("source", "bitcode"):
-                raise DataflowCompileError(
-                    f"handler '{op.name}' is given as {op.body.kind}; df.compile links C "
-                    f"sources, bitcode and MLIR text (pass handlers=[...])", "unsupported")
             handlers.append(op.body.value)
     elif isinstance(handlers, (str, Path)):
         handlers = [handlers]
+    else:
+        handlers = list(handlers)
+    if isinstance(replacements, (str, Implementation)):
+        replacements = [replacements]
+    impls = [im for op in program.operators() for im in op.implementations]
+    replaced = [r for r in replacements or () if isinstance(r, Implementation)]
+    for r in replaced:
+        if r.mlir is not None:
+            raise DataflowCompileError(
+                f"replacement '{r.name}' of '{r.operator_name}': a replacement's body comes "
+                f"from source= or the handler files (MLIR bodies merge into the program "
+                f"module, where only declared implementations live)", "unsupported")
+    impls += replaced
+    handlers += [im.source for im in impls if im.source is not None]
     sources, bitcode, shared = [], [], []
     for h in handlers:
         path = Path(h)
@@ -111,6 +138,7 @@ def emit_ptx(packed: PackedInstructionPlan, sm: str, bitcode: list) -> str:
 
 def compile(program: DataflowProgram, target: str = "sm_90a", *, handlers=None,
             range_lengths: Mapping, topology, block_size: int, work_dir=None, ptx=None,
+            arch: str | None = None, replacements=None,
             **schedule_kwargs) -> "CompiledArtifact":
     """Schedule and pack ``program`` for ``range_lengths`` (``schedule``'s
     keyword arguments) and compile it for ``target`` ("sm_90a", "sm_90", or
@@ -120,7 +148,17 @@ def compile(program: DataflowProgram, target: str = "sm_90a", *, handlers=None,
     operators were declared with (``source=``). Bodies declared as MLIR
     text (``mlir=``) are always compiled: merged into the program's module
     (a bad body raises DataflowHandlerError naming the operator) and
-    lowered with the rest. ``ptx`` (text, or a .ptx
+    lowered with the rest. Operators given as a built-in library handler
+    (``library=``) get df's wrapper around it. When the program declares
+    implementations (``T.implementation``) or uses built-in handlers, the
+    scheduler selects one implementation per instruction for ``arch``
+    (default: the target; sm_90a for "host") among the program's and the
+    ``replacements`` (``OP=SYMBOL[:region]`` strings or Implementation
+    objects, which replace the program's for their operator); a refused
+    selection raises DataflowValueError with df's message. "sm_80" selects
+    for sm_80, but df's kernel needs sm_90, so its code generation refuses
+    it (use target "host" with arch="sm_80" to run such a selection on the
+    host backend). ``ptx`` (text, or a .ptx
     path) uses a kernel built elsewhere for this plan (``df-translate
     --df-to-ptx``) instead of compiling the handlers for the GPU. Build
     products go to ``work_dir`` (default: a temporary folder removed with the
@@ -129,10 +167,16 @@ def compile(program: DataflowProgram, target: str = "sm_90a", *, handlers=None,
         raise TypeError(f"df.compile expects a DataflowProgram, got {type(program).__name__}")
     if target not in TARGETS:
         raise DataflowValueError(f"df.compile: target must be one of {TARGETS}, got {target!r}")
-    sources, bitcode, shared = _handler_files(program, handlers)
+    sources, bitcode, shared = _handler_files(program, handlers, replacements)
     bodies = _mlir_bodies(program)
-    module = HandlerModule(program, bodies) if bodies else None
+    module = HandlerModule(program, bodies) if _uses_module(program, replacements) else None
     kwargs = dict(schedule_kwargs, topology=topology, block_size=block_size)
+    if arch is None and target != "host":
+        arch = target
+    if arch is not None:
+        kwargs["arch"] = arch
+    if replacements:
+        kwargs["replacements"] = replacements
     plan = schedule(program, range_lengths=dict(range_lengths), **kwargs)
     packed = pack_instruction_plan(plan)
     if ptx is not None and target == "host":
@@ -166,7 +210,14 @@ class CompiledArtifact:
         self._key = self._base_key
         self._lengths = {self._base_key: dict(range_lengths)}
         self._plans = {self._base_key: (plan, packed)}
-        self._base_blob = packed.to_blob()
+        # Blobs record a selection's architecture and replacements in their
+        # program, so run-time re-plans from them select the same way.
+        select = {k: kwargs[k] for k in ("arch", "replacements") if k in kwargs}
+        selects = "replacements" in select or any(
+            op.library is not None or op.implementations for op in program.operators())
+        self._blob_program = program.selection_c_program(**select) if select and selects \
+            else None
+        self._base_blob = packed.to_blob(self._blob_program)
         self._host_library = Path(shared[0]) if shared else None
         self.handler_module = handler_module
         self._given_bitcode = tuple(bitcode)
@@ -206,7 +257,8 @@ class CompiledArtifact:
         return self._blob(self._key)
 
     def _blob(self, key) -> bytes:
-        return self._base_blob if key == self._base_key else self._plan_pair(key)[1].to_blob()
+        return self._base_blob if key == self._base_key else \
+            self._plan_pair(key)[1].to_blob(self._blob_program)
 
     def _current(self) -> tuple:
         return self._plan_pair(self._key)
@@ -252,15 +304,18 @@ class CompiledArtifact:
         path = self._host_libraries.get(self._key)
         if path is not None:
             return path
+        what = "the MLIR handler bodies" if self.handler_module.operators else \
+            "handlers generated from the program (built-in handlers, implementations)"
+        short = "MLIR bodies" if self.handler_module.operators else "generated handlers"
         if self._host_library is not None:
             raise DataflowCompileError(
-                f"the host backend cannot combine the MLIR handler bodies with the host shared "
+                f"the host backend cannot combine {what} with the host shared "
                 f"object '{self._host_library}'; give the other handlers as C sources",
                 "unsupported")
         if self._given_bitcode:
             raise DataflowCompileError(
                 f"the host backend cannot use the nvptx64 bitcode "
-                f"{', '.join(str(b) for b in self._given_bitcode)} next to MLIR bodies; give "
+                f"{', '.join(str(b) for b in self._given_bitcode)} next to {short}; give "
                 f"those handlers as C sources", "unsupported")
         if self._host_bitcode is None:
             self._host_bitcode = [host_bitcode(src, self.work_dir) for src in self.sources]
@@ -319,7 +374,13 @@ class CompiledArtifact:
         return self._emit(self.packed)
 
     def _schedule_options(self):
-        return schedule_options(range_lengths=self._lengths[self._key], **self.schedule_options)
+        """Options of libdfrt's re-plan of the blob: its program records the
+        selection (arch, replacements), so they are not given twice."""
+        kwargs = dict(self.schedule_options)
+        if self._blob_program is not None:
+            kwargs.pop("arch", None)
+            kwargs.pop("replacements", None)
+        return schedule_options(range_lengths=self._lengths[self._key], **kwargs)
 
     def close(self) -> None:
         """Release the GPU sessions (module, plans, executables)."""

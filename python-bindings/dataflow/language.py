@@ -12,7 +12,10 @@ declarations and the program builder.
 Decorated functions are declarations: their Python bodies never run. A
 handler's implementation is named with ``mlir=`` (MLIR text of a func.func
 with the handler's symbol), ``source=`` (a C source or LLVM bitcode path) or
-``library=`` (a built-in library handler); the compile step consumes it.
+``library=`` (a built-in library handler: "lse_combine", "copy"); the compile
+step consumes it. ``@T.implementation(of=op, tiles=4, ...)`` declares an
+implementation of an operator that serves a capability region of its calls
+(docs/implementations.md); df.compile selects one per instruction.
 Programs become df IR through df's C API (see ``DataflowProgram.to_mlir``).
 """
 
@@ -26,7 +29,7 @@ import typing
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from ._lib import lib, check
+from ._lib import DataflowValueError, check, lib
 
 __all__ = [
     "DType",
@@ -38,6 +41,8 @@ __all__ = [
     "OperatorCall",
     "HandlerBody",
     "Parameter",
+    "Implementation",
+    "implementation",
     "dataflow_intermediate",
     "dataflow_program",
     "dataflow",
@@ -271,6 +276,7 @@ class Operator:
         self.name = name or fn.__name__
         self.range = tuple(range) if range is not None else None
         self.body = body
+        self.implementations: tuple = ()  # Implementation, in declaration order
         what = f"{kind} handler '{self.name}'"
         globalns = getattr(fn, "__globals__", {})
         annotations = dict(getattr(fn, "__annotations__", {}))
@@ -300,6 +306,12 @@ class Operator:
                 raise TypeError(f"{self.kind} handler '{self.name}': binding {param}= must name "
                                 f"a tensor (a string), got {tensor!r}")
         return OperatorCall(self, tuple(bindings.items()))
+
+    @property
+    def library(self) -> str | None:
+        """The built-in library handler the operator uses (``library=``)."""
+        return self.body.value if self.body is not None and self.body.kind == "library" \
+            else None
 
     def __repr__(self):
         return f"<dataflow {self.kind} handler {self.name}>"
@@ -333,6 +345,180 @@ dataflow = SimpleNamespace(
     reduce=_operator_decorator("reduce"),
     finalize=_operator_decorator("finalize"),
 )
+
+
+# ---- implementations by capability region -----------------------------------------------
+
+_ITER_CODES = {None: 0, "tiles": 1, "length": 2}
+
+
+def _positive(value, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, builtins.bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, got {value!r}")
+    if value <= 0 or value >= 2**32:
+        raise DataflowValueError(f"{what} must be a positive integer, got {value}")
+    return value
+
+
+class Implementation:
+    """One implementation of an operator and the region of calls it serves
+    (df_impl of include/df/impl.h): exactly ``tiles`` range blocks or
+    ``length`` range units (one of them), a reduce ``arity`` class
+    ("passthrough", "binary", "generic", or a reduce input count whose
+    class is meant), an intermediate ``dtype``, a minimum architecture
+    ``min_arch`` ("sm_80" < "sm_90" < "sm_90a"), or ``general`` (serves
+    every call where no specialised implementation applies). ``name`` is
+    the symbol: a ``void name(const df_ctx *)`` function defined in
+    ``source`` (a C source, or LLVM bitcode .bc/.ll), in ``mlir`` (MLIR
+    text of ``func.func @name(%ctx: !llvm.ptr)``, whose df.ctx_input/output
+    fields are the operator's) or in the handler files given to df.compile. ``of`` is the Operator (or, for a
+    replacement, the operator's name)."""
+
+    def __init__(self, name: str, of, *, tiles=None, length=None, arity=None, dtype=None,
+                 min_arch=None, general: builtins.bool = False, source=None, mlir=None):
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"an implementation's name must be a non-empty string, got "
+                            f"{name!r}")
+        if not isinstance(of, (Operator, str)):
+            raise TypeError(f"implementation '{name}': of= takes the Operator it implements, "
+                            f"got {of!r}")
+        self.name = name
+        self.operator = of
+        what = f"implementation '{name}'"
+        self.tiles = _positive(tiles, f"{what}: tiles")
+        self.length = _positive(length, f"{what}: length")
+        if self.tiles is not None and self.length is not None:
+            raise DataflowValueError(f"{what}: give one of tiles= and length=")
+        if arity is not None and not isinstance(arity, str):
+            if isinstance(arity, builtins.bool) or not isinstance(arity, int):
+                raise TypeError(f"{what}: arity must be 'passthrough', 'binary', 'generic' or "
+                                f"an int, got {arity!r}")
+            code = ctypes.c_int()
+            check(lib.df_arity_class_for(True, arity, ctypes.byref(code)), what)
+            arity = lib.df_arity_class_name(code.value).decode()
+        self.arity = arity
+        self.dtype = _dtype(dtype) if dtype is not None else None
+        if min_arch is not None:
+            if not isinstance(min_arch, str):
+                raise TypeError(f"{what}: min_arch must be a string such as 'sm_90', got "
+                                f"{min_arch!r}")
+            code = ctypes.c_int()
+            check(lib.df_arch_parse(min_arch.encode(), ctypes.byref(code)), what)
+            min_arch = lib.df_arch_name(code.value).decode()
+        self.min_arch = min_arch
+        self.general = builtins.bool(general)
+        if source is not None and not isinstance(source, str):
+            source = str(source)  # a path-like
+        self.source = source
+        if mlir is not None and not isinstance(mlir, str):
+            raise TypeError(f"{what}: mlir= takes MLIR text (a str), got {type(mlir).__name__}")
+        if mlir is not None and source is not None:
+            raise TypeError(f"{what}: give its body by one of source= and mlir=")
+        self.mlir = mlir
+        self.to_c()  # df_impl_check: a general one must not narrow the range or arity
+
+    @property
+    def operator_name(self) -> str:
+        return self.operator if isinstance(self.operator, str) else self.operator.name
+
+    def to_c(self, origin: int = 0):
+        """The df_impl (origin 0 = program, 2 = replacement), checked by
+        df_impl_check."""
+        from . import _ctypes as C
+
+        im = C.df_impl()
+        for field, value in (("name", self.name), ("op", self.operator_name)):
+            data = value.encode()
+            if len(data) >= C.NAME_MAX:
+                raise DataflowValueError(f"implementation '{self.name}': {field} '{value}' is "
+                                         f"longer than {C.NAME_MAX - 1} bytes")
+            setattr(im, field, data)
+        im.origin = origin
+        if self.tiles is not None:
+            im.iter, im.iter_value = _ITER_CODES["tiles"], self.tiles
+        elif self.length is not None:
+            im.iter, im.iter_value = _ITER_CODES["length"], self.length
+        if self.arity is not None:
+            for code in range(3):
+                if lib.df_arity_class_name(code).decode() == self.arity:
+                    im.has_arity, im.arity = True, code
+                    break
+            else:
+                raise DataflowValueError(f"implementation '{self.name}': arity must be "
+                                         f"passthrough, binary or generic, got {self.arity!r}")
+        im.dtype = self.dtype.code if self.dtype is not None else 0
+        if self.min_arch is not None:
+            code = ctypes.c_int()
+            check(lib.df_arch_parse(self.min_arch.encode(), ctypes.byref(code)))
+            im.min_arch = code.value
+        im.general = self.general
+        check(lib.df_impl_check(ctypes.byref(im)))
+        return im
+
+    @property
+    def region(self) -> str:
+        """The region as df prints it ("tiles=4,arch=sm_90", "general", "any")."""
+        im = self.to_c()
+        buf = ctypes.create_string_buffer(256)
+        lib.df_impl_region(ctypes.byref(im), buf, len(buf))
+        return buf.value.decode()
+
+    @property
+    def spec(self) -> str:
+        """The replacement spec ``OP=SYMBOL[:region]`` (df_impl_parse's form)."""
+        region = self.region
+        return f"{self.operator_name}={self.name}" + ("" if region == "any" else f":{region}")
+
+    @classmethod
+    def parse(cls, spec: str) -> "Implementation":
+        """An implementation from ``OP=SYMBOL[:key[=value],...]`` (keys tiles,
+        length, arity, dtype, arch, general), parsed by df_impl_parse."""
+        from . import _ctypes as C
+
+        if not isinstance(spec, str):
+            raise TypeError(f"a replacement spec is a string, got {type(spec).__name__}")
+        im = C.df_impl()
+        check(lib.df_impl_parse(spec.encode(), ctypes.byref(im)))
+        iter_kind = {1: "tiles", 2: "length"}.get(im.iter)
+        return cls(im.name.decode(), im.op.decode(),
+                   tiles=im.iter_value if iter_kind == "tiles" else None,
+                   length=im.iter_value if iter_kind == "length" else None,
+                   arity=lib.df_arity_class_name(im.arity).decode() if im.has_arity else None,
+                   dtype=lib.df_dtype_name(im.dtype).decode() if im.dtype else None,
+                   min_arch=lib.df_arch_name(im.min_arch).decode() if im.min_arch else None,
+                   general=im.general)
+
+    def __repr__(self):
+        return f"<dataflow implementation {self.name} of {self.operator_name}: {self.region}>"
+
+
+def implementation(fn=None, *, of, name: str | None = None, tiles=None, length=None,
+                   arity=None, dtype=None, min_arch=None, general: builtins.bool = False,
+                   source=None, mlir=None):
+    """Declare an implementation of operator ``of`` serving a capability
+    region (see Implementation); the decorated function's name is the
+    symbol (``name=`` overrides it) and its Python body never runs. The
+    implementation is recorded on the operator (``of.implementations``),
+    so programs built from the operator afterwards declare it (the MLIR
+    form: a ``(!llvm.ptr) -> ()`` func with ``df.implements = @op``)."""
+    if not isinstance(of, Operator):
+        raise TypeError(f"@implementation: of= takes the Operator it implements (a decorated "
+                        f"handler), got {of!r}")
+
+    def wrap(f):
+        symbol = name or getattr(f, "__name__", None)
+        if not isinstance(symbol, str):
+            raise TypeError(f"@implementation decorates a function, got {f!r}")
+        im = Implementation(symbol, of, tiles=tiles, length=length, arity=arity, dtype=dtype,
+                            min_arch=min_arch, general=general, source=source, mlir=mlir)
+        if any(other.name == symbol for other in of.implementations):
+            raise DataflowValueError(f"implementation '{symbol}' of '{of.name}' is declared twice")
+        of.implementations = of.implementations + (im,)
+        return im
+
+    return wrap if fn is None else wrap(fn)
 
 
 def dataflow_program(task_domain, dynamic_ranges=None, *, name: str = "dataflow_program"):

@@ -178,6 +178,9 @@ class PackedInstructionPlan:
         self.handler_names = tuple(h.name.decode() for h in handlers)
         self.handler_kinds = tuple(_kind(h.kind) for h in handlers)
         self.handler_symbols = tuple(h.symbol.decode() for h in handlers)
+        # The implementation each handler runs (selection by capability
+        # region, docs/implementations.md); None = the default binding.
+        self.handler_implementations = tuple(h.impl.decode() or None for h in handlers)
         self.primary_handler_count = int(k.primary_handler_count)
         ops = [k.operators[i] for i in range(k.operator_count)]
         self.operator_table = {o.name.decode(): int(o.index) for o in ops}
@@ -209,10 +212,11 @@ class PackedInstructionPlan:
 
     def to_blob(self, program=None) -> bytes:
         """The plan blob (df_blob_write), with ``program`` (default: the
-        program this plan was packed from) embedded when known."""
+        program this plan was packed from; a DataflowProgram or an owned C
+        program such as ``selection_c_program``'s) embedded when known."""
         program = program if program is not None else self.program
         if program is not None:
-            prog = program.c_program().ptr
+            prog = program.ptr if isinstance(program, Owned) else program.c_program().ptr
         else:
             embedded = getattr(self, "embedded_program", None)
             prog = embedded.ptr if embedded is not None else None

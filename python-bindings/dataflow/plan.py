@@ -119,6 +119,10 @@ class DataflowInstruction:
     handler_identity: DataflowHandlerIdentity | None = None
     handler_variant_key: DataflowHandlerVariantKey | None = None
     program: Any = field(default=None, compare=False, repr=False, hash=False)
+    # The implementation selection chose (df_instr.impl: a symbol declared
+    # with T.implementation, a built-in library entry, or a replacement);
+    # None = the default binding.
+    implementation: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.opcode, DataflowOpcode):

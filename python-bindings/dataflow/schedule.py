@@ -97,10 +97,18 @@ def schedule_options(
     transfer_tile_bytes: int = 0,
     defer_reduces: bool = False,
     balance_iters: bool = False,
+    arch: str | None = None,
+    replacements=None,
 ) -> tuple:
     """The df_schedule_options of ``schedule``'s keyword arguments, and the
     ctypes arrays they point into (keep both alive while the options are
-    used): what df_schedule and libdfrt's df_rt_plan_replan take."""
+    used): what df_schedule and libdfrt's df_rt_plan_replan take.
+
+    ``arch`` ("sm_80", "sm_90", "sm_90a"; None = sm_90a) and
+    ``replacements`` (``OP=SYMBOL[:region]`` strings or
+    language.Implementation objects supplied by the caller) steer the
+    selection of implementations (df_schedule_options.select) for programs
+    that declare implementations or use built-in handlers."""
     if not isinstance(topology, GPUTopology):
         raise TypeError(f"schedule expects topology=GPUTopology(...), got "
                         f"{type(topology).__name__}")
@@ -167,4 +175,38 @@ def schedule_options(
         _option_text(iter_range_exact_lengths, "iter_range_exact_lengths"),
         ctypes.byref(o.exact_lengths)))
     o.transfer_tile_bytes = _uint(transfer_tile_bytes, "transfer_tile_bytes")
+    if arch is not None or replacements:
+        sel = select_options(arch, replacements, keep)
+        keep.append(sel)
+        o.select = ctypes.pointer(sel)
     return o, keep
+
+
+def select_options(arch, replacements, keep: list) -> "C.df_select_options":
+    """df_select_options of a target architecture and replacements; the
+    replacement array is appended to ``keep``."""
+    from .language import Implementation
+
+    sel = C.df_select_options()
+    if arch is not None:
+        if not isinstance(arch, str):
+            raise TypeError(f"Dataflow arch must be a string such as 'sm_90a', got {arch!r}")
+        code = ctypes.c_int()
+        check(lib.df_arch_parse(arch.encode(), ctypes.byref(code)))
+        sel.arch = code.value
+    if isinstance(replacements, (str, Implementation)):
+        replacements = [replacements]
+    items = []
+    for r in replacements or ():
+        if isinstance(r, str):
+            r = Implementation.parse(r)
+        if not isinstance(r, Implementation):
+            raise TypeError(f"Dataflow replacements take 'OP=SYMBOL[:region]' strings or "
+                            f"Implementation objects, got {r!r}")
+        items.append(r.to_c(origin=2))
+    if items:
+        arr = (C.df_impl * len(items))(*items)
+        keep.append(arr)
+        sel.replacements = arr
+        sel.replacement_count = len(items)
+    return sel

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "compile_api.h"
+#include "df/impl.h"
 #include "seed_plans.h"
 #include "shared.h"
 
@@ -81,6 +82,51 @@ static void bodies_replace_declarations(void **state) {
   assert_non_null(strstr(text, "sym_name = \"helper\", sym_visibility = \"private\""));
   assert_null(strstr(text, "sym_name = \"finalize\", sym_visibility = \"private\""));
   df_shared_free(text);
+}
+
+/* Implementations (df.implements) take MLIR bodies too: the region comes
+   from the declaration, one the body repeats must match it, and field
+   accessors resolve against the implemented operator's intermediate. */
+static void implementation_bodies(void **state) {
+  (void)state;
+  df_program *p = seed_attention_program();
+  df_impl im;
+  assert_int_equal(df_impl_parse("split_kv=split_kv_128:length=128", &im).code, DF_OK);
+  assert_int_equal(df_program_add_impl(p, &im).code, DF_OK);
+  assert_int_equal(df_impl_parse("split_kv=split_kv_any:general", &im).code, DF_OK);
+  assert_int_equal(df_program_add_impl(p, &im).code, DF_OK);
+  df_shared_handlers *h;
+  assert_int_equal(df_shared_handlers_create(p, &h).code, DF_OK);
+  static const char body128[] =
+      "func.func @split_kv_128(%ctx: !llvm.ptr) {\n"
+      "  %o = \"df.ctx_output\"(%ctx) {field = \"lse\"} : (!llvm.ptr) -> memref<f32>\n"
+      "  return\n}\n";
+  assert_int_equal(df_shared_handlers_add_mlir(h, "split_kv_128", body128, strlen(body128)).code,
+                   DF_OK);
+  char *before = NULL;
+  assert_int_equal(df_shared_handlers_text(h, &before).code, DF_OK);
+  assert_non_null(strstr(before, "df.implements = @split_kv, df.length = 128 : i64}"));
+  static const char wrong_region[] =
+      "func.func @split_kv_any(%ctx: !llvm.ptr) attributes {df.length = 64 : i64} { return }";
+  df_status s = df_shared_handlers_add_mlir(h, "split_kv_any", wrong_region,
+                                            strlen(wrong_region));
+  assert_string_equal(s.message, "implementation 'split_kv_any': the MLIR body's df.length "
+                                 "64 : i64 does not match the declaration's (none)");
+  static const char wrong_type[] = "func.func @split_kv_any(%x: i32) { return }";
+  s = df_shared_handlers_add_mlir(h, "split_kv_any", wrong_type, strlen(wrong_type));
+  assert_string_equal(s.message, "implementation 'split_kv_any': the MLIR body's type must be "
+                                 "(!llvm.ptr) -> () (the df_ctx pointer), got (i32) -> ()");
+  char *after = NULL;
+  assert_int_equal(df_shared_handlers_text(h, &after).code, DF_OK);
+  assert_string_equal(before, after);
+  static const char general[] =
+      "func.func @split_kv_any(%ctx: !llvm.ptr) attributes {df.general} { return }";
+  assert_int_equal(df_shared_handlers_add_mlir(h, "split_kv_any", general, strlen(general)).code,
+                   DF_OK);
+  df_shared_free(before);
+  df_shared_free(after);
+  df_shared_handlers_destroy(h);
+  df_program_destroy(p);
 }
 
 static void refusals_name_the_operator_and_change_nothing(void **state) {
@@ -180,6 +226,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(refusals_name_the_operator_and_change_nothing, setup,
                                       teardown),
       cmocka_unit_test(null_arguments),
+      cmocka_unit_test(implementation_bodies),
       cmocka_unit_test_setup_teardown(merged_module_emits_ptx_and_host_handlers, setup,
                                       teardown),
   };
