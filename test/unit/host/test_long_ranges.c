@@ -555,6 +555,74 @@ static void auto_chooses_first_fit(void **state) {
   df_program_destroy(g);
 }
 
+/* df_schedule_replan repeats the program's recorded choices: the tile
+   (unless the options give one) and the auto memory choice, starting
+   from the recorded policy whatever the options ask; the tiled re-plan
+   runs on the host with one tile per copy and in flight. */
+static void replan_repeats_choices(void **state) {
+  (void)state;
+  static const uint32_t kv[3] = {384, 256, 640};
+  df_program *g = seed_attention_program();
+  df_schedule_options o = df_schedule_options_default();
+  o.topology.sm_count = 4;
+  o.topology.cluster_size = 1;
+  o.block_size = 64;
+  o.range_count = 1;
+  o.ranges[0] = (df_range_lengths){"kv", 3, kv, NULL};
+  g->transfer_tile_bytes = 16;
+  df_plan *p = NULL;
+  assert_int_equal(df_schedule_replan(g, &o, NULL, &p, NULL).code, DF_OK);
+  for (uint32_t i = 0; i < p->comm_count; i++)
+    assert_int_equal(p->comms[i].segment_count, 3);
+  float *rows;
+  uint32_t max_copy, inflight;
+  run_rows_variant(p, 3, 64, 0, &rows, &max_copy, &inflight);
+  ht_check_attention(rows, kv, 3);
+  assert_int_equal(max_copy, 16);
+  assert_int_equal(inflight, 16);
+  free(rows);
+  df_plan_destroy(p);
+  o.transfer_tile_bytes = 32;
+  assert_int_equal(df_schedule_replan(g, &o, NULL, &p, NULL).code, DF_OK);
+  assert_int_equal(p->comms[0].segment_count, 2);
+  df_plan_destroy(p);
+  /* auto: all_at_once does not fit 200 bytes, streaming does */
+  o.transfer_tile_bytes = 0;
+  o.topology.cluster_size = 2;
+  g->memory_auto = 1;
+  g->shared_memory_limit = 200;
+  o.policy = DF_POLICY_ROUND_ROBIN;
+  o.strategy = DF_REDUCE_ALL_AT_ONCE;
+  df_fit_result fit;
+  assert_int_equal(df_schedule_replan(g, &o, NULL, &p, &fit).code, DF_OK);
+  assert_int_equal(p->strategy, DF_REDUCE_STREAMING);
+  assert_int_equal(fit.chosen, 1);
+  assert_false(fit.c[0].fits);
+  df_plan_destroy(p);
+  g->shared_memory_limit = 0; /* no limit: all_at_once under the recorded policy */
+  g->auto_policy = DF_POLICY_CLUSTER_LOCAL;
+  o.strategy = DF_REDUCE_STREAMING; /* not used under auto */
+  assert_int_equal(df_schedule_replan(g, &o, NULL, &p, NULL).code, DF_OK);
+  assert_int_equal(p->strategy, DF_REDUCE_ALL_AT_ONCE);
+  assert_int_equal(p->policy, DF_POLICY_CLUSTER_LOCAL);
+  df_plan_destroy(p);
+  /* bad input */
+  g->auto_policy = DF_POLICY_STAGE_GRAPH;
+  df_status st = df_schedule_replan(g, &o, NULL, &p, NULL);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "records auto_policy 2, not round_robin or cluster_local"));
+  assert_null(p);
+  g->auto_policy = DF_POLICY_ROUND_ROBIN;
+  g->shared_memory_limit = 16;
+  st = df_schedule_replan(g, &o, NULL, &p, NULL);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "re-plan with the recorded memory choice auto: "));
+  assert_non_null(strstr(st.message, "no strategy fits the shared memory limit of 16 bytes"));
+  assert_int_equal(df_schedule_replan(NULL, &o, NULL, &p, NULL).code, DF_EINVAL);
+  assert_int_equal(df_schedule_replan(g, NULL, NULL, &p, NULL).code, DF_EINVAL);
+  df_program_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reshared_policies_parity),
@@ -569,6 +637,7 @@ int main(void) {
       cmocka_unit_test(budget_limits),
       cmocka_unit_test(budget_long_range),
       cmocka_unit_test(auto_chooses_first_fit),
+      cmocka_unit_test(replan_repeats_choices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
