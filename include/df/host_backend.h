@@ -129,6 +129,10 @@ typedef struct df_host_cta_cost {
   uint64_t comm_bytes;   /* bytes of those comms */
   uint32_t max_copy_bytes; /* the largest single comm record (one copy, a
                               segment of a tiled transfer) it executed */
+  uint32_t max_recv_inflight_bytes; /* the most bytes of HBM -> shared bulk
+                              loads it had posted and not yet waited for at
+                              one time (issued loads included): a tiled
+                              transfer loads one tile at a time */
   double busy_cycles;    /* sum over its instructions of F + R * bytes */
   double finish_cycles;  /* finish of its last instruction in the
                             dependency schedule (>= busy_cycles) */

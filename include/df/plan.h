@@ -643,6 +643,17 @@ df_status df_schedule_fitting(const df_program *g, const df_schedule_options *o,
 int df_fit_suggestion(const df_fit_result *r, df_reduce_strategy current, char *buf,
                       size_t cap);
 
+/* A run-time re-plan of `g` for new lengths, scheduled the way its
+   compiled plan was (the program's re-plan choices, df/program.h):
+   o->transfer_tile_bytes 0 takes g->transfer_tile_bytes; with
+   g->memory_auto the strategy is chosen by df_schedule_fitting under
+   g->shared_memory_limit starting from g->auto_policy (o->policy and
+   o->strategy are not used; `po` is the layout the need is measured
+   with), else df_schedule with `o`. `fit` (may be NULL) gets the
+   candidates of an auto choice. */
+df_status df_schedule_replan(const df_program *g, const df_schedule_options *o,
+                             const df_pack_options *po, df_plan **out, df_fit_result *fit);
+
 /* SHA-256 hex of the plan's canonical encoding (operator names
    excluded), REFERENCE 5.6. */
 df_status df_plan_fingerprint(const df_plan *p, char hex[65]);

@@ -181,6 +181,18 @@ typedef struct df_program {
   /* Target architecture implementations were selected for (a df_arch;
      0 = sm_90a), kept so run-time re-plans select the same way. */
   uint32_t select_arch;
+  /* How the compiled plan was scheduled, kept so run-time re-plans
+     (df_schedule_replan) schedule the same way; plan blobs carry them.
+     transfer_tile_bytes: the transfer tile (0 = whole-slot transfers, else
+     a multiple of 16). memory_auto: df-schedule reduce-strategy=auto, so
+     a re-plan takes the first reduce strategy whose fullest CTA fits
+     shared_memory_limit bytes (0 = no limit), all_at_once under
+     auto_policy (a df_policy: round_robin or cluster_local) first. Without
+     memory_auto the limit and policy are 0. */
+  uint32_t transfer_tile_bytes;
+  uint32_t memory_auto;
+  uint32_t shared_memory_limit;
+  uint32_t auto_policy;
 } df_program;
 
 /* Create an empty program (alloc may be NULL for the default). */

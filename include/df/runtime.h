@@ -244,7 +244,11 @@ df_status df_rt_plan_from_program(df_rt *rt, const df_program *program,
    program (the base must carry one; blobs written with the program do)
    with `so` and pack with `po` (NULL: defaults without the fingerprint,
    which run-time plans do not need). so->topology with sm_count 0 takes
-   the base plan's topology. The result is a new plan;
+   the base plan's topology. The compiled plan's choices recorded in the
+   program are repeated (df_schedule_replan): so->transfer_tile_bytes 0
+   takes the base plan's tile, and a plan compiled with
+   reduce-strategy=auto is re-fitted under its recorded shared-memory
+   limit (so->policy / so->strategy are then not used). The result is a new plan;
    df_rt_executable_set_plan switches an executable to it without
    reloading the module. */
 df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *so,

@@ -242,6 +242,50 @@ static df_status recorded_selection(convert *c, MlirOperation plan) {
   return df_status_ok();
 }
 
+static df_status plan_u32(MlirOperation plan, const char *name, uint32_t *out, bool *has) {
+  int64_t v = 0;
+  DF_TRY(df_attr_int(plan, name, &v, has));
+  if (*has && (v < 0 || v > UINT32_MAX))
+    return df_emit(mlirOperationGetLocation(plan), "df.plan %s %lld does not fit uint32", name,
+                   (long long)v);
+  *out = *has ? (uint32_t)v : 0;
+  return df_status_ok();
+}
+
+/* How df-schedule made the plan (transfer tile, `auto` memory choice), so
+   a plan blob written from this module lets run-time re-plans schedule
+   the same way. The auto limit is the tighter of the ones the compile
+   checked: df-schedule's (auto_limit) and df-layout-slots'
+   (shared_memory_limit); 0 = none. */
+static df_status recorded_plan_choices(convert *c, MlirOperation plan) {
+  MlirLocation loc = mlirOperationGetLocation(plan);
+  df_program *p = c->prog;
+  bool has;
+  DF_TRY(plan_u32(plan, "transfer_tile_bytes", &p->transfer_tile_bytes, &has));
+  if (p->transfer_tile_bytes % DF_SLOT_ALIGN)
+    return df_emit(loc, "df.plan transfer_tile_bytes %u is not a multiple of %u",
+                   p->transfer_tile_bytes, DF_SLOT_ALIGN);
+  char text[64];
+  DF_TRY(df_attr_string(plan, "memory_choice", false, text, sizeof text, &has));
+  if (!has)
+    return df_status_ok();
+  if (strcmp(text, "auto"))
+    return df_emit(loc, "df.plan memory_choice \"%s\" is not \"auto\"", text);
+  p->memory_auto = 1;
+  uint32_t sched = 0, layout = 0;
+  bool has_layout;
+  DF_TRY(plan_u32(plan, "auto_limit", &sched, &has));
+  DF_TRY(plan_u32(plan, "shared_memory_limit", &layout, &has_layout));
+  p->shared_memory_limit = !sched || (layout && layout < sched) ? layout : sched;
+  DF_TRY(df_attr_string(plan, "auto_policy", false, text, sizeof text, &has));
+  df_policy pol = DF_POLICY_ROUND_ROBIN;
+  df_status s = has ? df_policy_parse(text, &pol) : df_status_ok();
+  if (df_failed(&s) || pol == DF_POLICY_STAGE_GRAPH)
+    return df_emit(loc, "df.plan auto_policy \"%s\" is not round_robin or cluster_local", text);
+  p->auto_policy = (uint32_t)pol;
+  return df_status_ok();
+}
+
 /* An implementation: a func.func with df.implements = @operator and its
    capability region (docs/implementations.md). */
 static df_status convert_impl(convert *c, MlirOperation fn) {
@@ -518,6 +562,10 @@ df_status df_program_from_module(MlirOperation module, const char *name,
        s.code == DF_OK && !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
     if (df_op_is(op, "df.plan"))
       s = recorded_selection(&c, op);
+  for (MlirOperation op = mlirBlockGetFirstOperation(body);
+       s.code == DF_OK && !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+    if (df_op_is(op, "df.plan"))
+      s = recorded_plan_choices(&c, op);
   if (df_failed(&s)) {
     df_program_destroy(c.prog);
     return s;

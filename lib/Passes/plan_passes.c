@@ -124,13 +124,21 @@ static df_status run_schedule(MlirOperation module, const void *options) {
     return df_emit(mlirOperationGetLocation(module), "df-schedule: %s", st.message);
   st = df_plan_to_ir(module, plan);
   df_plan_destroy(plan);
-  if (df_failed(&st) || !s.auto_strategy)
+  if (df_failed(&st) || (!s.auto_strategy && !s.o.transfer_tile_bytes))
     return st;
-  /* The choice: df.plan's policy / reduce_strategy are the chosen ones. */
+  /* Choices run-time re-plans repeat (the program section of a blob). */
   MlirOperation plan_op;
   DF_TRY(df_plan_op(module, &plan_op));
   MlirContext ctx = mlirOperationGetContext(module);
+  if (s.o.transfer_tile_bytes)
+    df_set_attr(plan_op, "transfer_tile_bytes", df_i64(ctx, s.o.transfer_tile_bytes));
+  if (!s.auto_strategy)
+    return st;
+  /* The choice: df.plan's policy / reduce_strategy are the chosen ones;
+     auto_policy / auto_limit are what the choice started from. */
   df_set_attr(plan_op, "memory_choice", df_str(ctx, "auto"));
+  df_set_attr(plan_op, "auto_policy", df_str(ctx, df_policy_name(s.o.policy)));
+  df_set_attr(plan_op, "auto_limit", df_i64(ctx, s.limit.bytes));
   df_set_attr(plan_op, "shared_memory_limit", df_i64(ctx, s.limit.bytes));
   df_set_attr(plan_op, "shared_memory_need", df_i64(ctx, fit.c[fit.chosen].need.total));
   return st;

@@ -11,7 +11,13 @@
    then, only for programs with implementations (df/impl.h):
      IMPL_MAGIC select_arch impl_count
      impls{name op origin iter iter_value has_arity arity dtype min_arch general}
-     library_count libraries{op library} */
+     library_count libraries{op library}
+   then, only for programs whose plan was tiled or chose its memory
+   strategy with `auto` (df_program's re-plan choices):
+     PLAN_MAGIC transfer_tile_bytes memory_auto shared_memory_limit
+     auto_policy
+   Blobs without either trailer read as before (no implementations,
+   whole-slot transfers, a fixed strategy). */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -20,6 +26,7 @@
 
 #define N DF_NAME_MAX
 #define IMPL_MAGIC 0x4c504d49u /* "IMPL" */
+#define PLAN_MAGIC 0x4e4c5052u /* "RPLN" */
 #define bad df_blob_fail
 
 static bool in_range(int32_t v, uint32_t n) { return v >= -1 && (v < 0 || (uint32_t)v < n); }
@@ -105,6 +112,22 @@ static df_status check_stages(const df_program *p) {
   return df_status_ok();
 }
 
+/* The re-plan choices: a tile the scheduler accepts; `auto` as a flag
+   with a policy it starts from; no limit or policy without it. */
+static df_status check_plan_choices(const df_program *p) {
+  if (p->transfer_tile_bytes % DF_SLOT_ALIGN)
+    return bad("transfer_tile_bytes %u is not a multiple of %u", p->transfer_tile_bytes,
+               DF_SLOT_ALIGN);
+  if (p->memory_auto > 1)
+    return bad("memory_auto %u is not 0 or 1", p->memory_auto);
+  if (p->auto_policy != DF_POLICY_ROUND_ROBIN && p->auto_policy != DF_POLICY_CLUSTER_LOCAL)
+    return bad("auto_policy %u is not round_robin (0) or cluster_local (1)", p->auto_policy);
+  if (!p->memory_auto && (p->shared_memory_limit || p->auto_policy))
+    return bad("shared_memory_limit %u / auto_policy %u without memory_auto",
+               p->shared_memory_limit, p->auto_policy);
+  return df_status_ok();
+}
+
 df_status df_blob_check_program(const df_program *p) {
   if (!df_blob_str_ok(p->name, N))
     return bad("name is not NUL-terminated within %d bytes", N);
@@ -121,6 +144,7 @@ df_status df_blob_check_program(const df_program *p) {
   if ((p->type_count && !p->types) || (p->op_count && !p->ops) ||
       (p->stage_count && !p->stages))
     return bad("arrays missing for non-zero counts");
+  DF_TRY(check_plan_choices(p));
   DF_TRY(check_types(p));
   DF_TRY(check_ops(p));
   DF_TRY(check_stages(p));
@@ -134,6 +158,8 @@ df_status df_blob_check_program(const df_program *p) {
 static void put_str(df_blob_buf *b, df_blob_buf *pool, const char *s) {
   df_blob_buf_u32(b, df_blob_pool_add(pool, s, N));
 }
+
+static void put_impls(df_blob_buf *b, df_blob_buf *pool, const df_program *p);
 
 void df_blob_put_program(df_blob_buf *b, df_blob_buf *pool, const df_program *p) {
   put_str(b, pool, p->name);
@@ -191,6 +217,16 @@ void df_blob_put_program(df_blob_buf *b, df_blob_buf *pool, const df_program *p)
       put_str(b, pool, s->bindings[j].tensor);
     }
   }
+  put_impls(b, pool, p);
+  if (!p->transfer_tile_bytes && !p->memory_auto)
+    return; /* plans without re-plan choices are unchanged */
+  uint32_t w[5] = {PLAN_MAGIC, p->transfer_tile_bytes, p->memory_auto, p->shared_memory_limit,
+                   p->auto_policy};
+  for (int i = 0; i < 5; i++)
+    df_blob_buf_u32(b, w[i]);
+}
+
+static void put_impls(df_blob_buf *b, df_blob_buf *pool, const df_program *p) {
   if (!df_program_has_impls(p) && !p->select_arch)
     return; /* blobs of programs without implementations are unchanged */
   df_blob_buf_u32(b, IMPL_MAGIC);
@@ -366,14 +402,22 @@ static df_status get_stage(cursor *c, df_program *p, uint32_t i) {
   return df_status_ok();
 }
 
+/* The re-plan choices trailer (checked by check_plan_choices). */
+static df_status get_plan_choices(cursor *c, df_program *p) {
+  DF_TRY(get_u32(c, &p->transfer_tile_bytes, "plan choices: transfer_tile_bytes"));
+  DF_TRY(get_u32(c, &p->memory_auto, "plan choices: memory_auto"));
+  DF_TRY(get_u32(c, &p->shared_memory_limit, "plan choices: shared_memory_limit"));
+  DF_TRY(get_u32(c, &p->auto_policy, "plan choices: auto_policy"));
+  if (!p->transfer_tile_bytes && !p->memory_auto)
+    return bad("plan choices trailer records no choice (tile 0, memory_auto 0)");
+  return df_status_ok();
+}
+
 /* The implementations trailer; every entry is re-checked by the program
    model's own rules. */
 static df_status get_impls(cursor *c, df_program *p) {
-  uint32_t magic = 0, arch = 0, n = 0, libs = 0;
+  uint32_t arch = 0, n = 0, libs = 0;
   char w[96];
-  DF_TRY(get_u32(c, &magic, "implementations magic"));
-  if (magic != IMPL_MAGIC)
-    return bad("%zu bytes left over after the last stage", c->len - c->pos + 4);
   DF_TRY(get_u32(c, &arch, "select_arch"));
   if (arch != DF_ARCH_ANY && arch != DF_ARCH_SM80 && arch != DF_ARCH_SM90 &&
       arch != DF_ARCH_SM90A)
@@ -447,11 +491,22 @@ static df_status get_program(cursor *c, df_program *p) {
   p->stage_count = head[4];
   for (uint32_t i = 0; i < head[4]; i++)
     DF_TRY(get_stage(c, p, i));
-  if (c->pos != c->len)
-    DF_TRY(get_impls(c, p));
-  if (c->pos != c->len)
-    return bad("%zu bytes left over after the last %s", c->len - c->pos,
-               p->impl_count ? "implementation" : "stage");
+  /* Optional trailers, each once, implementations first. */
+  bool impls = false, choices = false;
+  while (c->pos != c->len) {
+    const char *after = choices ? "plan choice" : impls ? "implementation" : "stage";
+    uint32_t magic = 0;
+    DF_TRY(get_u32(c, &magic, "trailer magic"));
+    if (magic == IMPL_MAGIC && !impls && !choices) {
+      impls = true;
+      DF_TRY(get_impls(c, p));
+    } else if (magic == PLAN_MAGIC && !choices) {
+      choices = true;
+      DF_TRY(get_plan_choices(c, p));
+    } else {
+      return bad("%zu bytes left over after the last %s", c->len - c->pos + 4, after);
+    }
+  }
   return df_status_ok();
 }
 

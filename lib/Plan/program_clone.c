@@ -24,6 +24,10 @@ static df_status copy_into(const df_program *p, df_program *q) {
     q->impls[i].origin = p->impls[i].origin; /* replacements stay replacements */
   }
   q->select_arch = p->select_arch;
+  q->transfer_tile_bytes = p->transfer_tile_bytes;
+  q->memory_auto = p->memory_auto;
+  q->shared_memory_limit = p->shared_memory_limit;
+  q->auto_policy = p->auto_policy;
   return df_status_ok();
 }
 

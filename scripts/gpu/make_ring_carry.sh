@@ -13,6 +13,10 @@
 #   gqa_tiled         GQA decode, 4 SMs / cluster 2, transfers in 256-byte tiles
 #                     (cluster segments and the HBM bulk store/load paths)
 #   gqa_tiled_hbm     the same on cluster size 1: every transfer is tiled HBM
+#                     (the receiving CTA loads one 256-byte tile at a time)
+#   gqa_tiled_hbm_replan  the gqa_tiled_hbm kernel and blob, re-planned by libdfrt
+#                     for swapped lengths (kv 256 x 8, 384 x 8): the re-plan repeats
+#                     the blob's recorded 256-byte tile
 #   gqa_long          a 128K-token range: 1 sequence x 8 KV heads, kv = 131072, block 128
 #                     (1,024 blocks per task), 132 SMs / cluster 2, reduce-strategy=auto
 #                     under the sm_90 budget (all_at_once would need 8.5 MB of shared
@@ -78,6 +82,9 @@ plan gqa_long "$root/examples/attention_gqa/attention_gqa.mlir" "$tmp/gqa128k.bc
 "$bin/moe_reference" "$dir/moe_ref.npy" 8 16 64 21 22 23
 "$bin/gqa_reference" "$dir/gqa_ref.npy" 512 11 12 13 384 256
 "$bin/gqa_reference" "$dir/gqa_long_ref.npy" 131072 11 12 13 131072
+"$bin/gqa_reference" "$dir/gqa_replan_ref.npy" 512 11 12 13 256 384
+cp "$dir/gqa_tiled_hbm.ptx" "$dir/gqa_tiled_hbm_replan.ptx"
+cp "$dir/gqa_tiled_hbm.dfplan" "$dir/gqa_tiled_hbm_replan.dfplan"
 
 moe4="--block-size 8 --tensor Input=random:float16:16x64:21 --tensor W1=random:float16:8x64x64:22"
 moe4+=" --tensor W2=random:float16:8x64x64:23 --tensor Output=zeros:float32:8x16x64"
@@ -94,6 +101,11 @@ for n in gqa_tiled gqa_tiled_hbm; do
     "--tensor O=zeros:float32:2x32x128 --check O=@DIR@/gqa_ref.npy:0.02:0.002 --repeat-check" \
     >"$dir/$n.args"
 done
+echo "--block-dim 256 --block-size 128 --tensor Q=random:float16:2x32x128:11" \
+  "--tensor K=random:float16:2x512x8x128:12 --tensor V=random:float16:2x512x8x128:13" \
+  "--tensor O=zeros:float32:2x32x128 --check O=@DIR@/gqa_replan_ref.npy:0.02:0.002 --repeat-check" \
+  "--replan kv=$(rep 8 256),$(rep 8 384) --task-extents 2,8 --per-cta-shared" \
+  >"$dir/gqa_tiled_hbm_replan.args"
 echo "--block-dim 256 --block-size 128 --tensor Q=random:float16:1x32x128:11" \
   "--tensor K=random:float16:1x131072x8x128:12 --tensor V=random:float16:1x131072x8x128:13" \
   "--tensor O=zeros:float32:1x32x128 --check O=@DIR@/gqa_long_ref.npy:0.02:0.002 --repeat-check" \

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "df/blob.h"
+#include "df/impl.h"
 #include "seed_plans.h"
 
 #define S DF_SENTINEL
@@ -279,6 +280,11 @@ static void expect_program_equal(const df_program *x, const df_program *y) {
     assert_int_equal(a->output_arity, b->output_arity);
     assert_string_equal(a->policy, b->policy);
   }
+  assert_int_equal(x->select_arch, y->select_arch);
+  assert_int_equal(x->transfer_tile_bytes, y->transfer_tile_bytes);
+  assert_int_equal(x->memory_auto, y->memory_auto);
+  assert_int_equal(x->shared_memory_limit, y->shared_memory_limit);
+  assert_int_equal(x->auto_policy, y->auto_policy);
 }
 
 /* write -> read -> write: identical bytes, equal fields, equal program. */
@@ -719,6 +725,93 @@ static void program_section_is_checked(void **state) {
   df_packed_destroy(k);
 }
 
+static uint32_t sec_len(const uint8_t *b, uint32_t id) {
+  uint32_t nsec;
+  memcpy(&nsec, b + 20, 4);
+  for (uint32_t i = 0; i < nsec; i++) {
+    uint32_t eid, len;
+    memcpy(&eid, b + 32 + 16 * i, 4);
+    memcpy(&len, b + 32 + 16 * i + 12, 4);
+    if (eid == id)
+      return len;
+  }
+  fail_msg("no section %u", id);
+  return 0;
+}
+
+/* The compiled plan's re-plan choices (transfer tile, `auto` memory
+   choice) travel in a program-section trailer of 5 words after the
+   implementations; programs without choices write (and read) the bytes
+   they always did; every word is checked. */
+static void plan_choices_are_carried_and_checked(void **state) {
+  (void)state;
+  df_packed *k = hand_packed();
+  df_program *prog = seed_attention_program();
+  size_t n0;
+  uint8_t *plain = write_blob(k, prog, &n0);
+  df_packed *r;
+  df_program *rp;
+  ok(df_blob_read(plain, n0, NULL, &r, &rp));
+  assert_int_equal(rp->transfer_tile_bytes, 0);
+  assert_int_equal(rp->memory_auto, 0);
+  df_packed_destroy(r);
+  df_program_destroy(rp);
+  prog->transfer_tile_bytes = 1024;
+  round_trip(k, prog);
+  prog->memory_auto = 1;
+  prog->shared_memory_limit = 65536;
+  prog->auto_policy = DF_POLICY_CLUSTER_LOCAL;
+  round_trip(k, prog);
+  size_t n;
+  uint8_t *orig = write_blob(k, prog, &n);
+  assert_int_equal(sec_len(orig, DF_BLOB_SEC_PROGRAM), sec_len(plain, DF_BLOB_SEC_PROGRAM) + 20);
+  /* after the implementations trailer */
+  prog->select_arch = DF_ARCH_SM80;
+  round_trip(k, prog);
+  prog->select_arch = 0;
+  size_t end = sec_off(orig, DF_BLOB_SEC_PROGRAM) + sec_len(orig, DF_BLOB_SEC_PROGRAM);
+  struct {
+    size_t at;
+    uint32_t value;
+    const char *frag;
+  } cases[] = {
+      {end - 20, 0x12345678, "program: 20 bytes left over after the last stage"},
+      {end - 16, 24, "program: transfer_tile_bytes 24 is not a multiple of 16"},
+      {end - 12, 2, "program: memory_auto 2 is not 0 or 1"},
+      {end - 4, DF_POLICY_STAGE_GRAPH, "auto_policy 2 is not round_robin (0) or cluster_local"},
+  };
+  uint8_t *b = malloc(n);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    memcpy(b, orig, n);
+    put32(b + cases[i].at, cases[i].value);
+    ok(df_blob_reseal(b, n));
+    expect_reject(b, n, cases[i].frag);
+  }
+  memcpy(b, orig, n); /* a limit without auto */
+  put32(b + end - 12, 0);
+  ok(df_blob_reseal(b, n));
+  expect_reject(b, n, "shared_memory_limit 65536 / auto_policy 1 without memory_auto");
+  memcpy(b, orig, n); /* a trailer choosing nothing */
+  put32(b + end - 16, 0);
+  put32(b + end - 12, 0);
+  put32(b + end - 8, 0);
+  put32(b + end - 4, 0);
+  ok(df_blob_reseal(b, n));
+  expect_reject(b, n, "plan choices trailer records no choice");
+  /* the writer refuses what the reader would */
+  prog->transfer_tile_bytes = 8;
+  uint8_t *w;
+  size_t wn;
+  df_status s = df_blob_write(k, prog, NULL, &w, &wn);
+  assert_int_equal(s.code, DF_EINVAL);
+  assert_non_null(strstr(s.message, "transfer_tile_bytes 8 is not a multiple of 16"));
+  free(b);
+  free(orig);
+  free(plain);
+  df_program_destroy(prog);
+  df_packed_destroy(k);
+}
+
 /* The writer refuses plans the reader would reject. */
 static void writer_rejects_bad_plans(void **state) {
   (void)state;
@@ -991,6 +1084,12 @@ static void write_fuzz_corpus(void **state) {
   hb = write_blob(hk, hp, &hn);
   save(dir, "hand_program.blob", hb, hn);
   free(hb);
+  hp->transfer_tile_bytes = 1024; /* with the re-plan choices trailer */
+  hp->memory_auto = 1;
+  hp->shared_memory_limit = 232448;
+  hb = write_blob(hk, hp, &hn);
+  save(dir, "hand_program_choices.blob", hb, hn);
+  free(hb);
   df_program_destroy(hp);
   df_packed_destroy(hk);
   df_plan *plans[2] = {seed_make_plan(), seed_make_reshared_plan()};
@@ -1022,6 +1121,7 @@ int main(void) {
       cmocka_unit_test(record_indices_are_checked),
       cmocka_unit_test(string_references_are_checked),
       cmocka_unit_test(program_section_is_checked),
+      cmocka_unit_test(plan_choices_are_carried_and_checked),
       cmocka_unit_test(writer_rejects_bad_plans),
       cmocka_unit_test(allocation_failures_are_clean),
       cmocka_unit_test(text_dump_names_every_field),

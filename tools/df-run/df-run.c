@@ -36,6 +36,7 @@ static df_status load_plan(run *r) {
   DF_TRY(df_rt_plan_from_file(r->rt, r->o.plan, &r->plan));
   if (!r->o.replan_axis)
     return df_status_ok();
+  DF_TRY(run_replan_choices(&r->o, df_rt_plan_program(r->plan)));
   df_schedule_options so;
   run_replan_options(&r->o, &so);
   df_pack_options po;

@@ -41,13 +41,21 @@ static df_status load_plan(host_run *r) {
   if (!r->prog)
     return df_status_errorf(DF_EINVAL, "plan: cannot re-plan: the plan carries no program "
                                        "(write the blob with its program)");
+  DF_TRY(run_replan_choices(r->o, r->prog));
   df_schedule_options so;
   run_replan_options(r->o, &so);
   so.topology = r->k->topology;
+  df_pack_options po;
+  run_replan_pack_options(r->o, &po);
   df_plan *plan;
-  s = df_schedule(r->prog, &so, &plan);
+  df_fit_result fit;
+  s = df_schedule_replan(r->prog, &so, &po, &plan, &fit);
   if (s.code != DF_OK)
     return df_status_wrap(s, "plan: re-planning");
+  if (r->prog->memory_auto)
+    printf("df-run: auto memory choice: %s/%s (CTA %u needs %u bytes)\n",
+           df_policy_name(plan->policy), df_reduce_strategy_name(plan->strategy),
+           fit.c[fit.chosen].need.cta, fit.c[fit.chosen].need.total);
   if (r->o->fuse) {
     df_fuse_report fr;
     s = df_plan_fuse(plan, NULL, &fr);
@@ -58,8 +66,6 @@ static df_status load_plan(host_run *r) {
     printf("df-run: fused %u instructions: %u -> %u dispatches\n", fr.groups,
            fr.dispatches_before, fr.dispatches_after);
   }
-  df_pack_options po;
-  run_replan_pack_options(r->o, &po);
   df_packed *k;
   s = df_pack(plan, &po, NULL, &k);
   df_plan_destroy(plan);

@@ -298,8 +298,10 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
       DF_TRY(parse_extents(v, o));
     } else if (strcmp(a, "--policy") == 0) {
       DF_TRY(df_policy_parse(v, &o->policy));
+      o->policy_set = true;
     } else if (strcmp(a, "--strategy") == 0) {
       DF_TRY(df_reduce_strategy_parse(v, &o->strategy));
+      o->strategy_set = true;
     } else {
       return df_status_errorf(DF_EINVAL, "unknown option '%s' (see --help)", a);
     }

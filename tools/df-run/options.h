@@ -52,6 +52,7 @@ typedef struct run_options {
   uint32_t extents[DF_MAX_AXES];
   df_policy policy;
   df_reduce_strategy strategy;
+  bool policy_set, strategy_set; /* given on the command line */
   bool per_cta_shared; /* --per-cta-shared: slot layout of --replan */
   bool fuse;           /* --fuse: df_plan_fuse the re-plan (host backend) */
   /* cuda backend */

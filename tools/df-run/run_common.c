@@ -219,6 +219,24 @@ void run_replan_options(const run_options *o, df_schedule_options *so) {
   so->strategy = o->strategy;
 }
 
+df_status run_replan_choices(const run_options *o, const df_program *prog) {
+  if (!prog || (!prog->transfer_tile_bytes && !prog->memory_auto))
+    return df_status_ok();
+  if (prog->memory_auto && (o->policy_set || o->strategy_set))
+    return df_status_errorf(DF_EINVAL,
+                            "--replan: the plan was compiled with reduce-strategy=auto (shared "
+                            "memory limit %u bytes, from policy %s), which re-plans repeat; "
+                            "--policy / --strategy cannot override it",
+                            prog->shared_memory_limit,
+                            df_policy_name((df_policy)prog->auto_policy));
+  printf("df-run: re-plan repeats transfer_tile_bytes=%u", prog->transfer_tile_bytes);
+  if (prog->memory_auto)
+    printf(" reduce-strategy=auto shared_memory_limit=%u policy=%s", prog->shared_memory_limit,
+           df_policy_name((df_policy)prog->auto_policy));
+  printf("\n");
+  return df_status_ok();
+}
+
 void run_replan_pack_options(const run_options *o, df_pack_options *po) {
   memset(po, 0, sizeof *po);
   po->skip_fingerprint = true; /* run-time plans need none */

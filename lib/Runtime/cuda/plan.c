@@ -86,9 +86,10 @@ df_status df_rt_plan_from_file(df_rt *rt, const char *path, df_rt_plan **out) {
 
 static df_status plan_program(df_rt *rt, const df_program *program,
                               const df_schedule_options *so, const df_pack_options *po,
-                              df_rt_plan **out) {
+                              bool replan, df_rt_plan **out) {
   df_plan *plan;
-  DF_TRY(df_schedule(program, so, &plan));
+  DF_TRY(replan ? df_schedule_replan(program, so, po, &plan, NULL)
+                : df_schedule(program, so, &plan));
   /* Run-time plans need no fingerprint (df_plan_fingerprint computes it on
      demand); skipping it keeps re-plans cheap. */
   df_pack_options defaults;
@@ -114,7 +115,7 @@ df_status df_rt_plan_from_program(df_rt *rt, const df_program *program,
   if (!rt || !program || !so || !out)
     return df_status_errorf(DF_EINVAL, "plan: NULL argument to df_rt_plan_from_program");
   *out = NULL;
-  return plan_program(rt, program, so, po, out);
+  return plan_program(rt, program, so, po, false, out);
 }
 
 df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *so,
@@ -129,7 +130,7 @@ df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *s
   df_schedule_options o = *so;
   if (o.topology.sm_count == 0)
     o.topology = base->packed->topology;
-  df_status s = plan_program(base->rt, base->program, &o, po, out);
+  df_status s = plan_program(base->rt, base->program, &o, po, true, out);
   return df_status_wrap(s, "plan: re-planning");
 }
 

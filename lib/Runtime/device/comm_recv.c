@@ -40,11 +40,14 @@ static void recv_copy(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
     df_ptx_mbar_arrive(df_rt_bar_addr(rt, b));
 }
 
-/* Bulk path, leader: post unless an earlier kind-6 issue did, wait for the
-   phase, clear the issued bit. */
+/* Bulk path, leader: a tiled transfer tile by tile, else post unless an
+   earlier kind-6 issue did; wait for the (last) phase, clear the issued
+   bit. */
 static void recv_bulk(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
   uint32_t b = df_comm_barrier(c, df_rt_slot(rt, c->dst_slot_id));
-  if (!df_rt_bit(rt, rt->issued_bits, b)) {
+  if (g > 1) {
+    df_rt_hbm_bulk_tiled(rt, c, g);
+  } else if (!df_rt_bit(rt, rt->issued_bits, b)) {
     df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, &c[g - 1]), c[g - 1].flag_epoch);
     df_rt_hbm_bulk_post(rt, c, g, true);
   }

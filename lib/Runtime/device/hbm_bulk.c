@@ -1,9 +1,10 @@
 /* HBM receives through the copy engine (REFERENCE 6 steps 3 and 5): the
-   leader waits for the published flag, posts expect_tx for the transfer's
-   bytes on the receive barrier and one global -> shared bulk copy per
-   segment completing on it. Used for kinds 6/7 and segmented receives
-   whose target is in shared memory; everything else takes the
-   thread-copy path in comm_recv.c. */
+   leader waits for the published flag, posts expect_tx for the bytes on
+   the receive barrier and a global -> shared bulk copy completing on it.
+   Used for kinds 6/7 and segmented receives whose target is in shared
+   memory; everything else takes the thread-copy path in comm_recv.c.
+   A segmented (tiled) transfer is loaded one tile at a time, so at most
+   one tile of it is in flight on the receiving CTA (issue 8). */
 #include "runtime.h"
 
 /* All threads that call it: acquire-poll until the flag reaches `epoch`. */
@@ -70,13 +71,53 @@ bool df_rt_hbm_bulk_post(const df_rt *rt, const df_abi_comm *c, uint32_t g, bool
   return true;
 }
 
+/* Leader only, a tiled transfer c[0..g), g > 1: waits for the last
+   segment's flag, then loads segment j only after segment j-1 landed.
+   Each segment is one phase of the transfer's barrier; the planned phase
+   p = barrier_phase & 1 is the parity of the transfer's one planned phase
+   (REFERENCE 3.7: segments share a phase), so the transfer completes an
+   odd number of phases, k = g | 1 (an even g adds one plain arrive), the
+   last with parity p: every later use of the barrier still finds the
+   parity the plan gave it. Returns with the last phase (parity p) posted;
+   the caller waits for it. */
+void df_rt_hbm_bulk_tiled(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
+  const df_abi_comm *last = &c[g - 1];
+  df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, last), last->flag_epoch);
+  df_rt_poll_flag(rt, df_comm_flag(last, df_rt_slot(rt, last->dst_slot_id)), last->flag_epoch);
+  df_ptx_fence_proxy_async_global();
+  df_ptx_fence_proxy_async_shared();
+  uint32_t p = c->barrier_phase & 1u;
+  uint32_t bar = df_rt_bar_addr(rt, df_comm_barrier(c, df_rt_slot(rt, c->dst_slot_id)));
+  uint32_t k = g | 1u;
+  for (uint32_t j = 0; j < k; j++) {
+    if (j) {
+      df_rt_mark(rt, DF_PHASE_HBM_BULK, df_rt_comm_index(rt, &c[j - 1]), (p + j - 1) & 1u);
+      df_rt_bar_wait(rt, bar, (p + j - 1) & 1u, false);
+    }
+    if (j == g) {
+      df_ptx_mbar_arrive(bar); /* the pad phase: no bytes, completes at once */
+      continue;
+    }
+    const df_abi_slot *dst = df_rt_slot(rt, c[j].dst_slot_id);
+    uint32_t bytes = df_comm_bytes(&c[j], df_rt_slot(rt, c[j].src_slot_id), dst);
+    uint32_t off = c[j].byte_offset;
+    df_ptx_mbar_arrive_expect_tx(bar, bytes);
+    if (bytes)
+      df_ptx_bulk_g2s(rt->smem_addr + df_rt_slot_smem(rt, dst) + off,
+                      df_gaddr(rt->staging + dst->global_offset + off), bytes, bar);
+  }
+}
+
 /* Kind 6, after the handler: non-blocking; the kind-7 wait completes it.
-   A target that is not bulk-capable (direct-global) makes it a no-op. */
+   A target that is not bulk-capable (direct-global) makes it a no-op, and
+   so does a tiled transfer: posting its first tile early would put it in
+   flight beside the CTA's other loads; the kind-7 wait loads it tile by
+   tile. */
 void df_rt_hbm_issue(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   if (!df_rt_leader(rt))
     return;
   for (uint32_t i = 0; i < n; i++) {
-    if (c[i].kind != DF_COMM_HBM_RECV_ISSUE || (c[i].segment_count > 1 && c[i].segment_id))
+    if (c[i].kind != DF_COMM_HBM_RECV_ISSUE || c[i].segment_count > 1)
       continue;
     uint32_t g = df_comm_group(&c[i], i, n);
     if (!df_rt_hbm_bulk_ok(rt, &c[i], g))

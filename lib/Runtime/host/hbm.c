@@ -2,12 +2,15 @@
    source slot to staging at the destination slot's global offset (plus
    byte offset) and stores flags[f] = epoch (release); a receive waits
    until flags[f] >= epoch (acquire) and copies staging into the
-   destination slot. Segmented plans use the bulk path: the segments of
-   a transfer move as one group completing one phase of the receiver's
-   barrier, the send stores the last segment's flag and the receive polls
-   it; HBM_RECV_ISSUE copies early when the flag is already there and
-   HBM_RECV_WAIT completes it. Direct-global ends with one global offset
-   move no bytes (signal-only). */
+   destination slot. Segmented plans use the bulk path: the send stores
+   the last segment's flag and the receive polls it; a segmented (tiled)
+   transfer into a bulk-capable target is then loaded tile by tile, each
+   tile one phase of the receiver's barrier, an odd number of phases in
+   all (the device's protocol, lib/Runtime/device/hbm_bulk.c), so at most
+   one tile is in flight. HBM_RECV_ISSUE of an unsegmented transfer
+   copies early when the flag is already there and HBM_RECV_WAIT
+   completes it; a tiled transfer's issue does nothing. Direct-global
+   ends with one global offset move no bytes (signal-only). */
 #include <stdio.h>
 
 #include "host_internal.h"
@@ -84,6 +87,58 @@ static bool uses_barrier(const hb_run *r, const df_abi_comm *m) {
   return !hb_comm_signal_only(r->k, m) && hb_comm_barrier(r->k, m) != HB_S;
 }
 
+/* Whether the device takes the bulk path for the group j..j+n (as
+   df_rt_hbm_bulk_ok): kinds 6/7 or segments, a barrier, a target in
+   shared memory and 16-byte granules. */
+static bool bulk_ok(const hb_run *r, uint32_t j, uint32_t n) {
+  const df_packed *k = r->k;
+  const df_abi_comm *m = &k->comms[j];
+  if (!r->bulk_hbm || !uses_barrier(r, m) ||
+      (m->kind != DF_COMM_HBM_RECV_ISSUE && m->kind != DF_COMM_HBM_RECV_WAIT && n <= 1))
+    return false;
+  for (uint32_t g = 0; g < n; g++) {
+    const df_abi_comm *s = &k->comms[j + g];
+    const df_abi_slot *d = &k->slots[s->dst_slot_id];
+    uint32_t off, len = hb_comm_span(k, s, &off);
+    uint32_t smem = (d->flags & DF_SLOT_FLAG_SCRATCH_BACKED) ? d->reserved : d->shared_offset;
+    if ((d->flags & DF_SLOT_FLAG_HBM_DIRECT_GLOBAL) ||
+        ((smem | d->global_offset | off | len) & 15u))
+      return false;
+  }
+  return true;
+}
+
+/* A bulk load of `bytes` is posted while the issued ones are in flight. */
+static void post_load(hb_cta *c, uint32_t bytes) {
+  uint32_t now = c->recv_inflight + bytes;
+  if (now > c->cost.max_recv_inflight_bytes)
+    c->cost.max_recv_inflight_bytes = now;
+}
+
+static uint32_t group_bytes(const hb_run *r, uint32_t j, uint32_t n) {
+  uint32_t t = 0;
+  for (uint32_t g = 0; g < n; g++)
+    t += r->comm_bytes[j + g];
+  return t;
+}
+
+/* A tiled receive, tile by tile: segment g completes and is consumed as
+   phase g of the transfer, parity (p + g) & 1; an even count adds one
+   empty phase, so the transfer's last phase has the planned parity p. */
+static df_status tiled_phases(hb_run *r, hb_cta *c, uint32_t j, uint32_t n, uint32_t f) {
+  const df_abi_comm *m = &r->k->comms[j];
+  uint32_t b = hb_comm_barrier(r->k, m), p = m->barrier_phase & 1u;
+  for (uint32_t g = 0; g < (n | 1u); g++) {
+    if (g < n)
+      post_load(c, r->comm_bytes[j + g]);
+    uint32_t at = j + (g < n ? g : n - 1);
+    DF_TRY(hb_barrier_complete(r, c->id, b, r->flag_set_cta[f], r->flag_set_instr[f], at));
+    bool passed;
+    DF_TRY(hb_barrier_consume(r, c, b, (p + g) & 1u, at, &passed));
+  }
+  return df_status_ok();
+}
+
 /* Complete and consume the receiver's barrier phase of a receive. */
 static df_status bulk_phase(hb_run *r, hb_cta *c, uint32_t j, uint32_t f) {
   const df_abi_comm *m = &r->k->comms[j];
@@ -106,6 +161,7 @@ df_status hb_hbm_recv(hb_run *r, hb_cta *c, uint32_t j, hb_step_result *res) {
       bool passed;
       DF_TRY(hb_barrier_consume(r, c, b, m->barrier_phase & 1u, j, &passed));
       is->issued = false;
+      c->recv_inflight -= is->bytes;
       hb_cost_edge(r, c, is->set_instr, false);
       return finish(r, c, j, n, is->set_cta);
     }
@@ -119,8 +175,14 @@ df_status hb_hbm_recv(hb_run *r, hb_cta *c, uint32_t j, hb_step_result *res) {
   }
   DF_TRY(check_pass(r, j, n, f));
   copy_in(r, c->id, j, n);
-  if (uses_barrier(r, m))
+  bool bulk = bulk_ok(r, j, n);
+  if (bulk && n > 1) {
+    DF_TRY(tiled_phases(r, c, j, n, f));
+  } else if (uses_barrier(r, m)) {
+    if (bulk)
+      post_load(c, group_bytes(r, j, n));
     DF_TRY(bulk_phase(r, c, j, f));
+  }
   hb_cost_edge(r, c, r->flag_set_instr[f], false);
   return finish(r, c, j, n, r->flag_set_cta[f]);
 }
@@ -133,6 +195,8 @@ df_status hb_hbm_issue(hb_run *r, hb_cta *c, uint32_t j) {
   uint32_t f = hb_comm_flag(k, last), e = last->flag_epoch;
   if (hb_comm_signal_only(k, m))
     return df_status_ok(); /* issue = no-op for direct-global; the wait signals */
+  if (n > 1)
+    return df_status_ok(); /* tiled: the wait loads it tile by tile */
   uint32_t b = hb_comm_barrier(k, m);
   hb_issue *is = &c->issues[b];
   if (is->issued || r->flags[f] < e)
@@ -158,6 +222,9 @@ df_status hb_hbm_issue(hb_run *r, hb_cta *c, uint32_t j) {
   is->comm = j;
   is->set_cta = r->flag_set_cta[f];
   is->set_instr = r->flag_set_instr[f];
+  is->bytes = bulk_ok(r, j, n) ? group_bytes(r, j, n) : 0;
+  post_load(c, is->bytes);
+  c->recv_inflight += is->bytes;
   for (uint32_t g = 0; g < n; g++)
     hb_delivery_consume(r, r->comm_match[j + g]);
   return finish(r, c, j, n, r->flag_set_cta[f]);

@@ -55,6 +55,7 @@ typedef struct hb_issue {
   bool issued;
   uint32_t comm;               /* the issuing comm (first segment) */
   uint32_t set_cta, set_instr; /* who stored the flag it passed on */
+  uint32_t bytes;              /* bulk-load bytes in flight until the wait */
 } hb_issue;
 
 /* ---- CTAs ------------------------------------------------------------------ */
@@ -87,6 +88,7 @@ typedef struct hb_cta {
   hb_barrier *bars;  /* barrier_count */
   hb_ack *acks;      /* cluster_ack_count */
   hb_issue *issues;  /* barrier_count */
+  uint32_t recv_inflight; /* bytes of issued bulk loads not yet waited for */
   double t_free;     /* finish of its last dispatched instruction */
   double t_ready;    /* current instruction: earliest start by edges */
   df_host_cta_cost cost;

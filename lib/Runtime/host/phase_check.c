@@ -4,7 +4,9 @@
    receive waiting for the other parity would pass on the barrier's
    current phase before its transfer arrives (mbarrier.try_wait.parity
    succeeds once the phase with that parity has completed), or hang after
-   it. */
+   it. A tiled bulk receive completes an odd number of phases (one per
+   tile, plus an empty one for an even count, lib/Runtime/device/
+   hbm_bulk.c), the last with the planned parity, so it counts as one. */
 #include <stdio.h>
 
 #include "host_internal.h"

@@ -233,21 +233,37 @@ static void cluster_policies_refuse_force_hbm(void **state) {
 
 /* ---- segmented vs whole-slot transfers (attention) -------------------------------- */
 
-static void run_rows(const df_plan *p, uint32_t tasks, uint32_t block, float **rows,
-                     uint32_t *max_copy) {
+/* Runs the plan in scheduling order `variant` (0 ascending, 1 reversed,
+   2 lockstep, 3 three threads per CTA); the largest copy and the most
+   receive bulk-load bytes in flight on any CTA. */
+static void run_rows_variant(const df_plan *p, uint32_t tasks, uint32_t block, int variant,
+                             float **rows, uint32_t *max_copy, uint32_t *max_inflight) {
   df_packed *k = ht_pack(p, NULL);
   df_host_options o = df_host_options_default();
+  o.reverse = variant == 1;
+  o.quantum = variant == 2 ? 1 : 0;
+  o.threads = variant == 3 ? 3 : 1;
   df_host_result res;
   df_status st = ht_run_attention(k, tasks, block, &o, rows, &res);
   if (st.code != DF_OK)
     fprintf(stderr, "%s\n", res.diag.report ? res.diag.report : st.message);
   assert_int_equal(st.code, DF_OK);
   *max_copy = 0;
-  for (uint32_t s = 0; s < res.cost.cta_count; s++)
+  if (max_inflight)
+    *max_inflight = 0;
+  for (uint32_t s = 0; s < res.cost.cta_count; s++) {
     if (res.cost.ctas[s].max_copy_bytes > *max_copy)
       *max_copy = res.cost.ctas[s].max_copy_bytes;
+    if (max_inflight && res.cost.ctas[s].max_recv_inflight_bytes > *max_inflight)
+      *max_inflight = res.cost.ctas[s].max_recv_inflight_bytes;
+  }
   df_host_result_free(&res);
   df_packed_destroy(k);
+}
+
+static void run_rows(const df_plan *p, uint32_t tasks, uint32_t block, float **rows,
+                     uint32_t *max_copy) {
+  run_rows_variant(p, tasks, block, 0, rows, max_copy, NULL);
 }
 
 static df_plan *attention(df_policy pol, df_reduce_strategy st, uint32_t cluster,
@@ -307,6 +323,50 @@ static void segmented_equals_whole(void **state) {
     free(b);
     df_plan_destroy(whole);
     df_plan_destroy(seg);
+  }
+}
+
+/* The receiving CTA loads a tiled HBM transfer one tile at a time: the
+   most bulk-load bytes in flight on any CTA is the tile (48-byte
+   AttnInter: 3 tiles of 16, or 32 + 16, which adds an empty phase to
+   keep the barrier's parity), not the slot, in every scheduling order,
+   with the same rows as the whole-slot plan. Whole-slot receives take
+   the thread-copy path: nothing in flight. */
+static void tiled_receive_in_flight(void **state) {
+  (void)state;
+  /* 3 long tasks; 8 short ones, so that barriers are reused on a CTA
+     after a tiled transfer (a wrong phase count would be a mismatch) */
+  static const uint32_t kv3[3] = {384, 256, 640};
+  static const uint32_t kv8[8] = {128, 192, 256, 128, 192, 256, 128, 192};
+  for (int cfg = 0; cfg < 2; cfg++) {
+    const uint32_t *kv = cfg ? kv8 : kv3;
+    uint32_t tasks = cfg ? 8 : 3;
+    df_plan *whole = attention(DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE, 1, kv, tasks, 64, 0);
+    float *a;
+    uint32_t ma, ia;
+    run_rows_variant(whole, tasks, 64, 0, &a, &ma, &ia);
+    assert_int_equal(ia, 0);
+    for (uint32_t tile = 16; tile <= 32; tile += 16) {
+      df_plan *seg =
+          attention(DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE, 1, kv, tasks, 64, tile);
+      uint32_t hbm_recvs = 0;
+      for (uint32_t j = 0; j < seg->comm_count; j++)
+        hbm_recvs += seg->comms[j].kind == DF_COMM_HBM_RECV && seg->comms[j].segment_count > 1;
+      assert_true(hbm_recvs > 0);
+      for (int variant = 0; variant < 4; variant++) {
+        float *b;
+        uint32_t mb, ib;
+        run_rows_variant(seg, tasks, 64, variant, &b, &mb, &ib);
+        ht_check_attention(b, kv, tasks);
+        assert_memory_equal(a, b, sizeof(float) * tasks * HT_ATTN_ROW);
+        assert_int_equal(mb, tile);
+        assert_int_equal(ib, tile);
+        free(b);
+      }
+      df_plan_destroy(seg);
+    }
+    free(a);
+    df_plan_destroy(whole);
   }
 }
 
@@ -495,12 +555,81 @@ static void auto_chooses_first_fit(void **state) {
   df_program_destroy(g);
 }
 
+/* df_schedule_replan repeats the program's recorded choices: the tile
+   (unless the options give one) and the auto memory choice, starting
+   from the recorded policy whatever the options ask; the tiled re-plan
+   runs on the host with one tile per copy and in flight. */
+static void replan_repeats_choices(void **state) {
+  (void)state;
+  static const uint32_t kv[3] = {384, 256, 640};
+  df_program *g = seed_attention_program();
+  df_schedule_options o = df_schedule_options_default();
+  o.topology.sm_count = 4;
+  o.topology.cluster_size = 1;
+  o.block_size = 64;
+  o.range_count = 1;
+  o.ranges[0] = (df_range_lengths){"kv", 3, kv, NULL};
+  g->transfer_tile_bytes = 16;
+  df_plan *p = NULL;
+  assert_int_equal(df_schedule_replan(g, &o, NULL, &p, NULL).code, DF_OK);
+  for (uint32_t i = 0; i < p->comm_count; i++)
+    assert_int_equal(p->comms[i].segment_count, 3);
+  float *rows;
+  uint32_t max_copy, inflight;
+  run_rows_variant(p, 3, 64, 0, &rows, &max_copy, &inflight);
+  ht_check_attention(rows, kv, 3);
+  assert_int_equal(max_copy, 16);
+  assert_int_equal(inflight, 16);
+  free(rows);
+  df_plan_destroy(p);
+  o.transfer_tile_bytes = 32;
+  assert_int_equal(df_schedule_replan(g, &o, NULL, &p, NULL).code, DF_OK);
+  assert_int_equal(p->comms[0].segment_count, 2);
+  df_plan_destroy(p);
+  /* auto: all_at_once does not fit 200 bytes, streaming does */
+  o.transfer_tile_bytes = 0;
+  o.topology.cluster_size = 2;
+  g->memory_auto = 1;
+  g->shared_memory_limit = 200;
+  o.policy = DF_POLICY_ROUND_ROBIN;
+  o.strategy = DF_REDUCE_ALL_AT_ONCE;
+  df_fit_result fit;
+  assert_int_equal(df_schedule_replan(g, &o, NULL, &p, &fit).code, DF_OK);
+  assert_int_equal(p->strategy, DF_REDUCE_STREAMING);
+  assert_int_equal(fit.chosen, 1);
+  assert_false(fit.c[0].fits);
+  df_plan_destroy(p);
+  g->shared_memory_limit = 0; /* no limit: all_at_once under the recorded policy */
+  g->auto_policy = DF_POLICY_CLUSTER_LOCAL;
+  o.strategy = DF_REDUCE_STREAMING; /* not used under auto */
+  assert_int_equal(df_schedule_replan(g, &o, NULL, &p, NULL).code, DF_OK);
+  assert_int_equal(p->strategy, DF_REDUCE_ALL_AT_ONCE);
+  assert_int_equal(p->policy, DF_POLICY_CLUSTER_LOCAL);
+  df_plan_destroy(p);
+  /* bad input */
+  g->auto_policy = DF_POLICY_STAGE_GRAPH;
+  df_status st = df_schedule_replan(g, &o, NULL, &p, NULL);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "records auto_policy 2, not round_robin or cluster_local"));
+  assert_null(p);
+  g->auto_policy = DF_POLICY_ROUND_ROBIN;
+  g->shared_memory_limit = 16;
+  st = df_schedule_replan(g, &o, NULL, &p, NULL);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "re-plan with the recorded memory choice auto: "));
+  assert_non_null(strstr(st.message, "no strategy fits the shared memory limit of 16 bytes"));
+  assert_int_equal(df_schedule_replan(NULL, &o, NULL, &p, NULL).code, DF_EINVAL);
+  assert_int_equal(df_schedule_replan(g, NULL, NULL, &p, NULL).code, DF_EINVAL);
+  df_program_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reshared_policies_parity),
       cmocka_unit_test(ring_is_neighbour_to_neighbour),
       cmocka_unit_test(cluster_policies_refuse_force_hbm),
       cmocka_unit_test(segmented_equals_whole),
+      cmocka_unit_test(tiled_receive_in_flight),
       cmocka_unit_test(segment_formula),
       cmocka_unit_test(bad_tiles),
       cmocka_unit_test(segment_bad_plans),
@@ -508,6 +637,7 @@ int main(void) {
       cmocka_unit_test(budget_limits),
       cmocka_unit_test(budget_long_range),
       cmocka_unit_test(auto_chooses_first_fit),
+      cmocka_unit_test(replan_repeats_choices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

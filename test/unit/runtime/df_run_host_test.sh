@@ -102,6 +102,23 @@ run 0 "check O: ok" "${host[@]}" "${qkv[@]}" --check "O=$work/o_ref_replan.bin:0
 expect "re-planned kv for 2 lengths" "$out"
 run 0 "check O: ok" "${host[@]}" "${qkv[@]}" --check "O=$work/o_ref_replan.bin:0.02:0.002" \
   --replan kv=300,200 --task-extents 2 --policy cluster_local --strategy streaming
+# a blob recording transfer-tile-bytes=16 and reduce-strategy=auto under
+# 200 bytes: the re-plan repeats both (all_at_once needs 368 bytes here,
+# streaming 112), every comm moves one 16-byte tile of a 48-byte slot
+"$make_blob" "$work/choices.dfplan" choices || exit 1
+run 0 "check O: ok" --backend=host --handlers "$handlers" --plan "$work/choices.dfplan" \
+  --block-size 128 "${qkv[@]}" --check "O=$work/o_ref_replan.bin:0.02:0.002" \
+  --replan kv=300,200 --task-extents 2 --op-log "$work/choices.txt"
+expect "re-plan repeats transfer_tile_bytes=16 reduce-strategy=auto shared_memory_limit=200 policy=round_robin" "$out" 1
+expect "auto memory choice: cluster_local/streaming \(CTA [0-9]+ needs 112 bytes\)" "$out" 1
+expect " comm .* bytes=16 " "$work/choices.txt"
+expect " comm .* bytes=(32|48) " "$work/choices.txt" 0
+run 2 "the plan was compiled with reduce-strategy=auto \(shared memory limit 200 bytes, from policy round_robin\), which re-plans repeat; --policy / --strategy cannot override it" \
+  --backend=host --handlers "$handlers" --plan "$work/choices.dfplan" --block-size 128 \
+  "${qkv[@]}" --replan kv=300,200 --task-extents 2 --strategy all_at_once
+# the compiled plan itself runs as written
+run 0 "check O: ok" --backend=host --handlers "$handlers" --plan "$work/choices.dfplan" \
+  --block-size 128 "${qkv[@]}" "${check[@]}"
 # tensors by index when the blob carries no program
 run 0 "check 3: ok" --backend host --handlers "$handlers" --plan "$work/bare.dfplan" --block-size 128 \
   --tensor "0=file:$work/q.bin:float16:2x16" --tensor "1=file:$work/k.bin:float16:2x4096x16" \

@@ -3,7 +3,10 @@
    `bare` leaves the program out and `hung` edits the plan before df_pack
    so that its first HBM receive waits for an epoch nobody sends (1000
    more than planned): a launch of it never finishes, which the watchdog
-   must report (scripts/gpu/run_seed.sh, test/lit/GPU). */
+   must report (scripts/gpu/run_seed.sh, test/lit/GPU). `choices` records
+   re-plan choices in the program as a plan compiled with
+   transfer-tile-bytes=16 reduce-strategy=auto shared-memory-limit=200
+   would: re-plans are then tiled and fitted under 200 bytes. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +16,7 @@
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: make_seed_blob OUT.dfplan [bare]\n");
+    fprintf(stderr, "usage: make_seed_blob OUT.dfplan [bare|hung|choices]\n");
     return 2;
   }
   df_plan *plan = seed_make_plan();
@@ -40,6 +43,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   df_program *prog = bare ? NULL : seed_attention_program();
+  if (argc > 2 && strcmp(argv[2], "choices") == 0) {
+    prog->transfer_tile_bytes = 16;
+    prog->memory_auto = 1;
+    prog->shared_memory_limit = 200;
+    prog->auto_policy = DF_POLICY_ROUND_ROBIN;
+  }
   uint8_t *bytes;
   size_t len;
   s = df_blob_write(k, prog, NULL, &bytes, &len);

@@ -15,14 +15,24 @@
 #include "rt_fixture.h"
 #include "seed_plans.h"
 
+static uint8_t *seed_blob_with(size_t *len, uint32_t tile, uint32_t auto_limit);
+
 /* The seed plan as a blob that embeds its program. */
-static uint8_t *seed_blob(size_t *len) {
+static uint8_t *seed_blob(size_t *len) { return seed_blob_with(len, 0, 0); }
+
+/* ... with the re-plan choices of a plan compiled with
+   transfer-tile-bytes=`tile` and, when auto_limit is not 0,
+   reduce-strategy=auto under that shared-memory limit. */
+static uint8_t *seed_blob_with(size_t *len, uint32_t tile, uint32_t auto_limit) {
   df_plan *plan = seed_make_plan();
   df_pack_options po;
   memset(&po, 0, sizeof po);
   df_packed *k;
   fx_ok(df_pack(plan, &po, NULL, &k));
   df_program *prog = seed_attention_program();
+  prog->transfer_tile_bytes = tile;
+  prog->memory_auto = auto_limit != 0;
+  prog->shared_memory_limit = auto_limit;
   uint8_t *bytes;
   fx_ok(df_blob_write(k, prog, NULL, &bytes, len));
   df_program_destroy(prog);
@@ -272,6 +282,87 @@ static void replans_with_the_same_module(void **state) {
   fx_close(&f);
 }
 
+static uint32_t max_comm_bytes(const df_packed *k) {
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < k->comm_count; i++)
+    if (k->comms[i].byte_count > m)
+      m = k->comms[i].byte_count;
+  return m;
+}
+
+/* The seed program scheduled with `policy` / `strategy` and packed. */
+static df_packed *scheduled(const df_schedule_options *o, df_policy policy,
+                            df_reduce_strategy strategy) {
+  df_schedule_options so = *o;
+  so.topology.sm_count = 4;
+  so.topology.cluster_size = 2;
+  so.policy = policy;
+  so.strategy = strategy;
+  df_program *g = seed_attention_program();
+  df_plan *plan;
+  fx_ok(df_schedule(g, &so, &plan));
+  df_pack_options po;
+  memset(&po, 0, sizeof po);
+  po.skip_fingerprint = true;
+  df_packed *k;
+  fx_ok(df_pack(plan, &po, NULL, &k));
+  df_plan_destroy(plan);
+  df_program_destroy(g);
+  return k;
+}
+
+static bool same_records(const df_packed *a, const df_packed *b) {
+  return a->instr_count == b->instr_count && a->comm_count == b->comm_count &&
+         !memcmp(a->instrs, b->instrs, sizeof *a->instrs * a->instr_count) &&
+         !memcmp(a->comms, b->comms, sizeof *a->comms * a->comm_count);
+}
+
+/* Re-plans repeat the compiled plan's choices recorded in the blob: its
+   transfer tile (unless the options give one) and its `auto` memory
+   choice (all_at_once needs 368 bytes for kv 300,200 on 4 SMs, streaming
+   112: under 200 bytes the re-plan streams whatever the options say). */
+static void replans_repeat_recorded_choices(void **state) {
+  (void)state;
+  fake_reset();
+  rt_fixture f;
+  fx_open(&f);
+  const uint32_t kv[2] = {300, 200};
+  df_schedule_options so = lengths(kv, 2, 128);
+  size_t len;
+  uint8_t *bytes = seed_blob_with(&len, 16, 0);
+  df_rt_plan *base, *p;
+  fx_ok(df_rt_plan_from_blob(f.rt, bytes, len, &base));
+  free(bytes);
+  assert_int_equal(df_rt_plan_program(base)->transfer_tile_bytes, 16);
+  fx_ok(df_rt_plan_replan(base, &so, NULL, &p));
+  const df_packed *k = df_rt_plan_packed(p);
+  assert_int_equal(max_comm_bytes(k), 16);
+  assert_int_equal(k->comms[0].segment_count, 3); /* 48-byte AttnInter */
+  df_rt_plan_destroy(p);
+  so.transfer_tile_bytes = 32; /* the options' tile wins */
+  fx_ok(df_rt_plan_replan(base, &so, NULL, &p));
+  assert_int_equal(max_comm_bytes(df_rt_plan_packed(p)), 32);
+  df_rt_plan_destroy(p);
+  df_rt_plan_destroy(base);
+
+  so = lengths(kv, 2, 128);
+  bytes = seed_blob_with(&len, 0, 200);
+  fx_ok(df_rt_plan_from_blob(f.rt, bytes, len, &base));
+  free(bytes);
+  fx_ok(df_rt_plan_replan(base, &so, NULL, &p));
+  k = df_rt_plan_packed(p);
+  /* the options ask for round_robin / all_at_once; auto streams */
+  df_packed *streaming = scheduled(&so, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING);
+  df_packed *at_once = scheduled(&so, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
+  assert_true(same_records(k, streaming));
+  assert_false(same_records(k, at_once));
+  df_packed_destroy(streaming);
+  df_packed_destroy(at_once);
+  df_rt_plan_destroy(p);
+  df_rt_plan_destroy(base);
+  fx_close(&f);
+}
+
 /* Shrinking plans reuse the device buffers. */
 static void set_plan_reuses_buffers(void **state) {
   (void)state;
@@ -315,6 +406,7 @@ int main(void) {
       cmocka_unit_test(from_blob_and_file),
       cmocka_unit_test(from_packed_checks),
       cmocka_unit_test(replans_with_the_same_module),
+      cmocka_unit_test(replans_repeat_recorded_choices),
       cmocka_unit_test(set_plan_reuses_buffers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
