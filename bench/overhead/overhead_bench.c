@@ -1,0 +1,530 @@
+/* Runtime-overhead microbenchmarks of libdfrt on one GPU (issue 10):
+   dispatch cost per instruction, cluster and HBM edge latency, launch
+   overhead against an empty kernel, and re-plan + upload of a decode-step
+   plan. Reads the carry folder of bench/overhead/make_carry.sh (its
+   manifest.txt names every case); prints one markdown report.
+
+   usage: overhead_bench CARRY_DIR     (env: OV_ITERS, OV_WARMUP, OV_THREADS,
+                                        OV_REPLAN_ITERS)
+
+   Device times: CUDA events around one launch, each launch preceded by a
+   ~20 us spin kernel so the events bracket device time only; median of
+   OV_ITERS (default 50) after OV_WARMUP (5). Slopes are least-squares fits
+   of the medians, so the fixed cost of a launch drops out. Host times:
+   CLOCK_MONOTONIC. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "df/runtime.h"
+
+#define MAX_CASES 64
+#define SPIN_CYCLES 40000ull /* ~20 us at 1.98 GHz */
+
+/* An empty kernel and a clock spin, compiled by the driver's JIT. */
+static const char raw_ptx[] =
+    ".version 8.0\n.target sm_90a\n.address_size 64\n"
+    ".visible .entry ov_empty() { ret; }\n"
+    ".visible .entry ov_spin(.param .u64 cycles) {\n"
+    "  .reg .u64 %r<4>; .reg .pred %p;\n"
+    "  ld.param.u64 %r1, [cycles];\n"
+    "  mov.u64 %r2, %clock64;\n"
+    "LOOP:\n"
+    "  mov.u64 %r3, %clock64; sub.u64 %r3, %r3, %r2;\n"
+    "  setp.lt.u64 %p, %r3, %r1; @%p bra LOOP;\n"
+    "  ret;\n}\n";
+
+typedef struct bench {
+  df_rt *rt;
+  const df_cuda_driver *cu;
+  df_rt_device *dev;
+  df_rt_stream *stream;
+  CUstream hs;
+  CUmodule raw;
+  CUfunction empty, spin;
+  df_rt_event *ev[2];
+  const char *dir;
+  uint32_t iters, warmup, threads, replan_iters;
+  int sm_count;
+} bench;
+
+static void die(const char *what, df_status st) {
+  fprintf(stderr, "overhead_bench: %s: %s\n", what, st.message);
+  exit(1);
+}
+#define CHECK(what, expr)                                                                          \
+  do {                                                                                             \
+    df_status st_ = (expr);                                                                        \
+    if (st_.code != DF_OK)                                                                         \
+      die(what, st_);                                                                              \
+  } while (0)
+
+static void cu_check(const char *what, CUresult r) {
+  if (r != CUDA_SUCCESS) {
+    fprintf(stderr, "overhead_bench: %s: CUDA error %d\n", what, (int)r);
+    exit(1);
+  }
+}
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, uint32_t n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double mean(const double *v, uint32_t n) {
+  double s = 0;
+  for (uint32_t i = 0; i < n; i++)
+    s += v[i];
+  return s / n;
+}
+
+/* Least-squares y = a + b x. */
+static void fit(const double *x, const double *y, uint32_t n, double *a, double *b) {
+  double mx = mean(x, n), my = mean(y, n), sxy = 0, sxx = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+  }
+  *b = sxx > 0 ? sxy / sxx : 0;
+  *a = my - *b * mx;
+}
+
+static void launch_raw(bench *b, CUfunction fn, uint32_t grid, uint32_t threads,
+                       uint32_t cluster, void **params) {
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = cluster;
+  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+  CUlaunchConfig c = {grid, 1, 1, threads, 1, 1, 0, b->hs, &attr, cluster > 1 ? 1u : 0u};
+  cu_check("cuLaunchKernelEx", b->cu->cuLaunchKernelEx(&c, fn, params, NULL));
+}
+
+static void spin(bench *b) {
+  unsigned long long cycles = SPIN_CYCLES;
+  void *p[] = {&cycles};
+  launch_raw(b, b->spin, 1, 1, 1, p);
+}
+
+/* What one timed call launches. */
+typedef struct target {
+  df_rt_executable *exe; /* NULL: the empty kernel */
+  uint32_t cluster;      /* empty kernel: cluster size (1 = none) */
+} target;
+
+static void fire(bench *b, const target *t) {
+  if (t->exe)
+    CHECK("launch", df_rt_executable_launch(t->exe, b->stream));
+  else
+    launch_raw(b, b->empty, (uint32_t)b->sm_count, b->threads, t->cluster, NULL);
+}
+
+/* Median device time (us) of one launch. */
+static double device_us(bench *b, const target *t) {
+  for (uint32_t i = 0; i < b->warmup; i++)
+    fire(b, t);
+  double *v = calloc(b->iters, sizeof *v);
+  for (uint32_t i = 0; i < b->iters; i++) {
+    spin(b);
+    CHECK("event", df_rt_event_record(b->ev[0], b->stream));
+    fire(b, t);
+    CHECK("event", df_rt_event_record(b->ev[1], b->stream));
+    CHECK("event", df_rt_event_synchronize(b->ev[1]));
+    float ms = 0;
+    CHECK("event", df_rt_event_elapsed_ms(b->ev[0], b->ev[1], &ms));
+    v[i] = ms * 1000.0;
+  }
+  double m = median(v, b->iters);
+  free(v);
+  return m;
+}
+
+/* Host time per launch call (us) over n back-to-back launches, and the
+   time until all of them have finished, per launch. */
+static void host_us(bench *b, const target *t, uint32_t n, double *enqueue, double *through) {
+  CHECK("sync", df_rt_stream_synchronize(b->dev, b->stream));
+  double t0 = now_us();
+  for (uint32_t i = 0; i < n; i++)
+    fire(b, t);
+  double t1 = now_us();
+  CHECK("sync", df_rt_stream_synchronize(b->dev, b->stream));
+  double t2 = now_us();
+  *enqueue = (t1 - t0) / n;
+  *through = (t2 - t0) / n;
+}
+
+typedef struct loaded {
+  df_rt_module *mod;
+  df_rt_plan *plan;
+  df_rt_executable *exe;
+  CUdeviceptr out;
+} loaded;
+
+static void load_case(bench *b, const char *name, uint32_t block_size, loaded *l) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.ptx", b->dir, name);
+  static char log[16384];
+  df_rt_module_options mo = {NULL, log, sizeof log};
+  df_status st = df_rt_module_load_file(b->dev, path, &mo, &l->mod);
+  if (st.code != DF_OK) {
+    fprintf(stderr, "%s\n", log);
+    die(path, st);
+  }
+  snprintf(path, sizeof path, "%s/%s.dfplan", b->dir, name);
+  CHECK(path, df_rt_plan_from_file(b->rt, path, &l->plan));
+  df_rt_executable_options eo;
+  memset(&eo, 0, sizeof eo);
+  eo.block_dim[0] = b->threads;
+  eo.block_dim[1] = eo.block_dim[2] = 1;
+  eo.block_size = block_size;
+  eo.stream = b->stream;
+  CHECK(name, df_rt_executable_create(l->mod, l->plan, &eo, &l->exe));
+  l->out = 0;
+}
+
+/* One watched launch first (5 s watchdog, docs/watchdog.md): a plan that
+   deadlocks on the device is reported, naming the blocked CTAs, instead of
+   hanging the run. Timed launches are unwatched. */
+static void first_launch(bench *b, loaded *l, const char *name) {
+  CHECK(name, df_rt_executable_set_timeout(l->exe, 5000));
+  CHECK(name, df_rt_executable_launch(l->exe, b->stream));
+  CHECK(name, df_rt_stream_synchronize(b->dev, b->stream));
+  CHECK(name, df_rt_executable_set_timeout(l->exe, 0));
+}
+
+static void bind_out(bench *b, loaded *l, uint32_t count) {
+  CHECK("alloc", df_rt_mem_alloc(b->dev, 256, &l->out));
+  CHECK("memset", df_rt_memset_d8(b->dev, b->stream, l->out, 0, 256));
+  df_rt_tensor t[4];
+  for (uint32_t i = 0; i < count; i++)
+    t[i] = df_rt_tensor_raw(l->out);
+  CHECK("bind", df_rt_executable_bind_tensors(l->exe, b->stream, t, count));
+  first_launch(b, l, "first launch");
+}
+
+static void unload(bench *b, loaded *l) {
+  if (l->out)
+    df_rt_mem_free(b->dev, l->out);
+  df_rt_executable_destroy(l->exe);
+  df_rt_plan_destroy(l->plan);
+  df_rt_module_unload(l->mod);
+}
+
+static uint32_t instr_count(const loaded *l) {
+  return df_rt_plan_packed(l->plan)->instr_count;
+}
+
+/* ---- (1) dispatch, (3) launch --------------------------------------------------- */
+
+typedef struct dispatch_case {
+  char name[64];
+  uint32_t per_sm;
+} dispatch_case;
+
+static void run_dispatch(bench *b, const dispatch_case *c, uint32_t n, double *slope_ns) {
+  printf("\n### Dispatch: N empty ITERs per SM (partial-only plans, no comms)\n\n"
+         "| ITERs per SM | instructions | device us | us per ITER per SM |\n|---|---|---|---|\n");
+  double x[MAX_CASES], y[MAX_CASES];
+  for (uint32_t i = 0; i < n; i++) {
+    loaded l;
+    load_case(b, c[i].name, 128, &l);
+    bind_out(b, &l, 1);
+    target t = {l.exe, 0};
+    x[i] = c[i].per_sm;
+    y[i] = device_us(b, &t);
+    printf("| %u | %u | %.2f | %.3f |\n", c[i].per_sm, instr_count(&l), y[i], y[i] / x[i]);
+    unload(b, &l);
+  }
+  double a, s;
+  fit(x, y, n, &a, &s);
+  *slope_ns = s * 1000.0;
+  printf("\nFit: device us = %.2f + %.4f x ITERs-per-SM -> **%.1f ns per dispatched "
+         "instruction** (each SM dispatches its queue serially; all %d SMs in parallel)\n",
+         a, s, s * 1000.0, b->sm_count);
+}
+
+static void run_launch(bench *b, const char *name, double *df_dev, double *raw_dev) {
+  loaded l;
+  load_case(b, name, 128, &l);
+  bind_out(b, &l, 1);
+  target df = {l.exe, 0}, e1 = {NULL, 1}, e2 = {NULL, 2};
+  printf("\n### Launch overhead (%d CTAs x %u threads)\n\n"
+         "| launch | device us (events) | host us per launch call | host us per launch, "
+         "200 back-to-back incl. completion |\n|---|---|---|---|\n",
+         b->sm_count, b->threads);
+  const struct {
+    const char *what;
+    target *t;
+  } rows[] = {{"df persistent kernel, 1 ITER + EXIT per SM", &df},
+              {"empty kernel (cuLaunchKernelEx)", &e1},
+              {"empty kernel, cluster 2", &e2}};
+  for (uint32_t i = 0; i < 3; i++) {
+    double d = device_us(b, rows[i].t), enq, thr;
+    host_us(b, rows[i].t, 200, &enq, &thr);
+    printf("| %s | %.2f | %.2f | %.2f |\n", rows[i].what, d, enq, thr);
+    if (i == 0)
+      *df_dev = d;
+    if (i == 1)
+      *raw_dev = d;
+  }
+  df_rt_launch_info li;
+  CHECK("launch info", df_rt_executable_launch_info(l.exe, &li));
+  printf("\ndf launch: %u B dynamic shared, %u kernel parameters, plan %zu B on the device, "
+         "flag reset %s\n",
+         li.dynamic_shared_bytes, li.param_count, li.plan_bytes, li.needs_flag_reset ? "yes" : "no");
+  unload(b, &l);
+}
+
+/* ---- (2) chains -------------------------------------------------------------------- */
+
+typedef struct chain_case {
+  char name[64], kind[32];
+  uint32_t length;
+} chain_case;
+
+static void run_chains(bench *b, const chain_case *c, uint32_t n, const char *kind,
+                       double *slope_us) {
+  double x[MAX_CASES], y[MAX_CASES];
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (strcmp(c[i].kind, kind))
+      continue;
+    loaded l;
+    load_case(b, c[i].name, 128, &l);
+    bind_out(b, &l, 1);
+    target t = {l.exe, 0};
+    double us = device_us(b, &t);
+    float got = 0;
+    CHECK("read Out", df_rt_memcpy_dtoh(b->dev, b->stream, &got, l.out, sizeof got));
+    if (got != (float)(c[i].length + 1)) {
+      fprintf(stderr, "overhead_bench: %s: Out = %g, expected %u (chain broken)\n", c[i].name,
+              (double)got, c[i].length + 1);
+      exit(1);
+    }
+    printf("| %s | %u | %.2f | %.3f |\n", kind, c[i].length, us, us / c[i].length);
+    x[m] = c[i].length;
+    y[m++] = us;
+    unload(b, &l);
+  }
+  double a = 0, s = 0;
+  if (m >= 2)
+    fit(x, y, m, &a, &s);
+  *slope_us = m >= 2 ? s : NAN;
+  printf("| **%s fit** | | %.2f + %.4f L | **%.3f us per edge** |\n", kind, a, s, s);
+}
+
+/* ---- (4) re-plan + upload ------------------------------------------------------------ */
+
+typedef struct rng {
+  uint64_t s;
+} rng;
+static double uniform(rng *r) {
+  r->s = r->s * 6364136223846793005ull + 1442695040888963407ull;
+  return ((r->s >> 11) + 0.5) / 9007199254740992.0;
+}
+/* Log-normal decode lengths: median 2048, sigma 1.0, in [16, lmax]. */
+static uint32_t decode_length(rng *r, uint32_t lmax) {
+  double z = sqrt(-2.0 * log(uniform(r))) * cos(6.283185307179586 * uniform(r));
+  double v = 2048.0 * exp(z);
+  return v < 16 ? 16 : v > lmax ? lmax : (uint32_t)v;
+}
+
+static void run_replan(bench *b, const char *name, uint32_t block, uint32_t lmax) {
+  loaded l;
+  load_case(b, name, block, &l);
+  printf("\n### Re-plan + upload of a decode-step plan (GQA attention, 8 KV heads per "
+         "sequence, block %u, log-normal lengths around 2K, new lengths every step)\n\n"
+         "| sequences | tasks | instructions (mean) | df_rt_plan_replan us (median / mean) | "
+         "set_plan + upload us (median / mean) | total us (median) |\n|---|---|---|---|---|---|\n",
+         block);
+  const uint32_t batches[] = {64, 256};
+  for (uint32_t bi = 0; bi < 2; bi++) {
+    uint32_t seqs = batches[bi], tasks = seqs * 8;
+    uint32_t *lens = calloc(tasks, sizeof *lens);
+    uint32_t n = b->replan_iters, warm = 5;
+    double *tr = calloc(n, sizeof *tr), *tu = calloc(n, sizeof *tu), *tt = calloc(n, sizeof *tt);
+    double instrs = 0;
+    rng r = {1000 + seqs};
+    for (uint32_t it = 0; it < n + warm; it++) {
+      for (uint32_t s = 0; s < seqs; s++) {
+        uint32_t len = decode_length(&r, lmax);
+        for (uint32_t h = 0; h < 8; h++)
+          lens[s * 8 + h] = len;
+      }
+      df_schedule_options so = df_schedule_options_default();
+      so.topology.sm_count = 0; /* the base plan's */
+      so.block_size = block;
+      so.range_count = 1;
+      so.ranges[0].axis = "kv";
+      so.ranges[0].count = tasks;
+      so.ranges[0].lengths = lens;
+      so.extent_count = 2;
+      so.extents[0] = seqs;
+      so.extents[1] = 8;
+      so.balance_iters = true;
+      df_pack_options po;
+      memset(&po, 0, sizeof po);
+      po.skip_fingerprint = true;
+      po.layout.per_cta_shared = true;
+      df_rt_plan *p = NULL;
+      double t0 = now_us();
+      CHECK("replan", df_rt_plan_replan(l.plan, &so, &po, &p));
+      double t1 = now_us();
+      CHECK("set_plan", df_rt_executable_set_plan(l.exe, p, b->stream));
+      CHECK("sync", df_rt_stream_synchronize(b->dev, b->stream));
+      double t2 = now_us();
+      if (it >= warm) {
+        tr[it - warm] = t1 - t0;
+        tu[it - warm] = t2 - t1;
+        tt[it - warm] = t2 - t0;
+        instrs += df_rt_plan_packed(p)->instr_count;
+      }
+      df_rt_plan_destroy(p);
+    }
+    double mr = mean(tr, n), mu = mean(tu, n);
+    printf("| %u | %u | %.0f | %.1f / %.1f | %.1f / %.1f | %.1f |\n", seqs, tasks, instrs / n,
+           median(tr, n), mr, median(tu, n), mu, median(tt, n));
+    free(lens);
+    free(tr);
+    free(tu);
+    free(tt);
+  }
+  unload(b, &l);
+}
+
+/* ---- main -------------------------------------------------------------------------------- */
+
+/* One row of the target table; a part that was not run shows "-". */
+static void target_row(const char *what, double v, const char *unit, double limit,
+                       const char *target) {
+  if (isnan(v))
+    printf("| %s | not measured | %s | - |\n", what, target);
+  else if (isnan(limit))
+    printf("| %s | %.3f%s | %s | - |\n", what, v, unit, target);
+  else
+    printf("| %s | %.3f%s | %s | %s |\n", what, v, unit, target, v <= limit ? "yes" : "no");
+}
+
+static uint32_t env_u32(const char *name, uint32_t def) {
+  const char *v = getenv(name);
+  return v && *v ? (uint32_t)strtoul(v, NULL, 10) : def;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: overhead_bench CARRY_DIR\n");
+    return 2;
+  }
+  bench b;
+  memset(&b, 0, sizeof b);
+  b.dir = argv[1];
+  b.iters = env_u32("OV_ITERS", 50);
+  b.warmup = env_u32("OV_WARMUP", 5);
+  b.threads = env_u32("OV_THREADS", 256);
+  b.replan_iters = env_u32("OV_REPLAN_ITERS", 200);
+  if (!b.iters || !b.replan_iters) {
+    fprintf(stderr, "overhead_bench: OV_ITERS and OV_REPLAN_ITERS must be positive\n");
+    return 2;
+  }
+
+  char path[4096];
+  snprintf(path, sizeof path, "%s/manifest.txt", b.dir);
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "overhead_bench: cannot open %s\n", path);
+    return 1;
+  }
+  dispatch_case disp[MAX_CASES];
+  chain_case chains[MAX_CASES];
+  uint32_t nd = 0, nc = 0, replan_block = 0, replan_lmax = 0;
+  char launch_name[64] = "", replan_name[64] = "", line[512];
+  while (fgets(line, sizeof line, f)) {
+    char kind[32], name[64], sub[32];
+    uint32_t v = 0, w = 0;
+    if (sscanf(line, "dispatch %63s %u", name, &v) == 2 && nd < MAX_CASES) {
+      snprintf(disp[nd].name, sizeof disp[nd].name, "%s", name);
+      disp[nd++].per_sm = v;
+    } else if (sscanf(line, "chain %63s %31s %u", name, sub, &v) == 3 && nc < MAX_CASES) {
+      snprintf(chains[nc].name, sizeof chains[nc].name, "%s", name);
+      snprintf(chains[nc].kind, sizeof chains[nc].kind, "%s", sub);
+      chains[nc++].length = v;
+    } else if (sscanf(line, "launch %63s", name) == 1) {
+      snprintf(launch_name, sizeof launch_name, "%s", name);
+    } else if (sscanf(line, "replan %63s %u %u", name, &v, &w) == 3) {
+      snprintf(replan_name, sizeof replan_name, "%s", name);
+      replan_block = v;
+      replan_lmax = w;
+    } else if (sscanf(line, "%31s", kind) == 1) {
+      fprintf(stderr, "overhead_bench: %s: unknown line: %s", path, line);
+      return 1;
+    }
+  }
+  fclose(f);
+
+  CHECK("runtime", df_rt_create(NULL, &b.rt));
+  b.cu = df_rt_driver(b.rt);
+  CHECK("device", df_rt_device_open(b.rt, 0, &b.dev));
+  const df_rt_device_info *info = df_rt_device_get_info(b.dev);
+  b.sm_count = info->sm_count;
+  CHECK("stream", df_rt_stream_create(b.dev, &b.stream));
+  b.hs = df_rt_stream_handle(b.stream);
+  cu_check("raw module", b.cu->cuModuleLoadDataEx(&b.raw, raw_ptx, 0, NULL, NULL));
+  cu_check("ov_empty", b.cu->cuModuleGetFunction(&b.empty, b.raw, "ov_empty"));
+  cu_check("ov_spin", b.cu->cuModuleGetFunction(&b.spin, b.raw, "ov_spin"));
+  CHECK("event", df_rt_event_create(b.dev, &b.ev[0]));
+  CHECK("event", df_rt_event_create(b.dev, &b.ev[1]));
+  int drv = 0;
+  CHECK("driver version", df_rt_driver_version(b.rt, &drv));
+  printf("## df runtime overhead — %s, %d SMs, driver CUDA %d.%d, %u threads per CTA, median "
+         "of %u launches after %u warm-ups\n",
+         info->name, info->sm_count, drv / 1000, drv % 1000 / 10, b.threads, b.iters, b.warmup);
+
+  double ns_instr = NAN, cl_edge = NAN, hbm_edge = NAN, hbmc_edge = NAN, df_dev = NAN,
+         raw_dev = NAN;
+  if (nd)
+    run_dispatch(&b, disp, nd, &ns_instr);
+  if (nc) {
+    printf("\n### Edge latency: chains of L dependent one-input REDUCEs bouncing between two "
+           "CTAs (Out checked = L + 1)\n\n| edge | L | device us | us per edge (whole run / L) |\n"
+           "|---|---|---|---|\n");
+    run_chains(&b, chains, nc, "cluster", &cl_edge);
+    run_chains(&b, chains, nc, "hbm", &hbm_edge);
+    run_chains(&b, chains, nc, "hbm_in_cluster", &hbmc_edge);
+  }
+  if (launch_name[0])
+    run_launch(&b, launch_name, &df_dev, &raw_dev);
+  if (replan_name[0])
+    run_replan(&b, replan_name, replan_block, replan_lmax);
+
+  printf("\n### Against the targets of issue 10\n\n| quantity | measured | target | met |\n"
+         "|---|---|---|---|\n");
+  target_row("ns per dispatched instruction", ns_instr, "", 100, "<= 100");
+  target_row("cluster edge (DSMEM)", cl_edge, " us", 1.0, "<= 1 us");
+  target_row("HBM edge (other cluster)", hbm_edge, " us", 2.0, "<= 2 us");
+  target_row("HBM edge inside a cluster (force-HBM)", hbmc_edge, " us", 2.0, "<= 2 us");
+  target_row("launch: df near-empty plan - empty kernel (device)", df_dev - raw_dev, " us", NAN,
+             "-");
+
+  df_rt_event_destroy(b.ev[0]);
+  df_rt_event_destroy(b.ev[1]);
+  b.cu->cuModuleUnload(b.raw);
+  df_rt_stream_destroy(b.stream);
+  df_rt_device_close(b.dev);
+  df_rt_destroy(b.rt);
+  return 0;
+}
