@@ -20,7 +20,8 @@
      weights.bin  float32 [2T]      routing weight of each row
      topk.bin     int32 [T][2]      the experts of each token (for other tools)
      topw.bin     float32 [T][2]    their weights
-     schedule.txt df-schedule options: task-extents and range-lengths
+     schedule.txt df-schedule options: task-extents and range-lengths (no newline)
+     ntasks       the number of task positions (rows of tasks.bin)
    With --inputs also X.bin bf16 [T][H] (uniform [-1, 1)), Wgu.bin bf16
    [E][2][I][H] and Wd.bin bf16 [E][H][I] (uniform [-1, 1) / sqrt(fan-in)),
    and ref.npy float64 [T][H] = sum_k w_k * Wd[e_k] (SiLU(Wg x) * (Wu x))
@@ -346,9 +347,11 @@ int main(int argc, char **argv) {
     fprintf(f, ";hidden:");
     for (uint32_t p = 0; p < positions; p++)
       fprintf(f, "%s%u", p ? "," : "", o.hidden);
-    fprintf(f, "\n");
     rc = fclose(f) != 0;
   }
+  char num[32];
+  int len = snprintf(num, sizeof num, "%u", positions);
+  rc = rc || write_file(&o, "ntasks", num, (size_t)len);
   printf("moe_fused_gen: tokens %u experts %u zipf %.2f seed %llu: rows per expert", T, E, o.zipf,
          (unsigned long long)o.seed);
   for (uint32_t e = 0; e < E; e++)

@@ -56,8 +56,10 @@ _Static_assert(MOE_TT % 8 == 0 && MOE_TT <= 64, "token tile: a multiple of 8, at
 
 #if defined(__clang__)
 #define UNROLL2 _Pragma("unroll 2")
+#define UNROLL _Pragma("unroll") /* register arrays need constant indices */
 #else
 #define UNROLL2
+#define UNROLL
 #endif
 
 enum { T_X, T_WGU, T_TASKS, T_TOKENS, T_WD, T_WEIGHTS, T_OUTPUT };
@@ -179,7 +181,7 @@ static void warp_mma(float *c, uint32_t cs, const u32x4 *a, uint32_t as, const u
     uint32_t g = L >> 2, t = L & 3, r[6];
     frag_regs(a + L * as, b + L * bs, half, r);
     uint32_t rows[4] = {g, g + 8, g, g + 8}, cols[4] = {2 * t, 2 * t, 2 * t + 8, 2 * t + 8};
-    for (int i = 0; i < 4; i++) {
+    UNROLL for (int i = 0; i < 4; i++) {
       A[rows[i]][cols[i]] = bf16_to_f32((uint16_t)r[i]);
       A[rows[i]][cols[i] + 1] = bf16_to_f32((uint16_t)(r[i] >> 16));
     }
@@ -191,7 +193,7 @@ static void warp_mma(float *c, uint32_t cs, const u32x4 *a, uint32_t as, const u
   for (uint32_t L = 0; L < 32; L++) {
     uint32_t g = L >> 2, t = L & 3;
     float *cl = c + L * cs;
-    for (int i = 0; i < 4; i++) {
+    UNROLL for (int i = 0; i < 4; i++) {
       uint32_t m = g + 8 * (i >> 1), n = 2 * t + (i & 1);
       float s = 0.0f;
       for (int k = 0; k < 16; k++)
@@ -222,8 +224,8 @@ static inline moe_task task_of(const df_ctx *ctx) {
     (void)lane_, (void)ctx;                                                                       \
     float accg[LANES][NT][4], accu[LANES][NT][4];                                                 \
     FOR_LANES(L, Li)                                                                              \
-    for (int j = 0; j < NT; j++)                                                                  \
-      for (int i = 0; i < 4; i++)                                                                 \
+    UNROLL for (int j = 0; j < NT; j++)                                                                  \
+      UNROLL for (int i = 0; i < 4; i++)                                                                 \
         accg[Li][j][i] = accu[Li][j][i] = 0.0f;                                                   \
     UNROLL2 for (uint32_t k0 = 0; k0 < MOE_HIDDEN; k0 += 32) {                       \
       u32x4 ag[LANES][2], au[LANES][2], xb[LANES][NT];                                            \
@@ -235,11 +237,11 @@ static inline moe_task task_of(const df_ctx *ctx) {
         ag[Li][1] = ld_stream(pg + 8 * MOE_HIDDEN);                                               \
         au[Li][0] = ld_stream(pu);                                                                \
         au[Li][1] = ld_stream(pu + 8 * MOE_HIDDEN);                                               \
-        for (int j = 0; j < NT; j++)                                                              \
+        UNROLL for (int j = 0; j < NT; j++)                                                              \
           xb[Li][j] = ld_cached(xrow[Li][j] + k0 + 8 * t);                                        \
       }                                                                                           \
-      for (int j = 0; j < NT; j++)                                                                \
-        for (int half = 0; half < 2; half++) {                                                    \
+      UNROLL for (int j = 0; j < NT; j++)                                                                \
+        UNROLL for (int half = 0; half < 2; half++) {                                                    \
           warp_mma(accg[0][j], NT * 4, ag[0], 2, &xb[0][j], NT, half);                            \
           warp_mma(accu[0][j], NT * 4, au[0], 2, &xb[0][j], NT, half);                            \
         }                                                                                         \
@@ -247,8 +249,8 @@ static inline moe_task task_of(const df_ctx *ctx) {
     /* h = SiLU(gate) * up -> UpShard[m / 32][token][m % 32] */                                  \
     FOR_LANES(L, Li) {                                                                            \
       uint32_t g = L >> 2, t = L & 3;                                                             \
-      for (int j = 0; j < NT; j++)                                                                \
-        for (int i = 0; i < 4; i++) {                                                             \
+      UNROLL for (int j = 0; j < NT; j++)                                                                \
+        UNROLL for (int i = 0; i < 4; i++) {                                                             \
           uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                   \
           float h = silu(accg[Li][j][i]) * accu[Li][j][i];                                        \
           out[((m / 32) * MOE_TT + n) * 32 + m % 32] = f32_to_bf16(h);                            \
@@ -282,7 +284,7 @@ void moe_gate_up(const df_ctx *ctx) {
      last token (their columns are computed but never used). */
   const uint16_t *xrow[LANES][8];
   FOR_LANES(L, Li)
-  for (uint32_t j = 0; j < 8; j++) {
+  UNROLL for (uint32_t j = 0; j < 8; j++) {
     uint32_t i = 8 * j + (L >> 2);
     xrow[Li][j] = x + (uint64_t)tokens[i < tk.count ? i : tk.count - 1] * MOE_HIDDEN;
   }
@@ -328,29 +330,32 @@ static inline void add_output(float *o, float v) {
     (void)lane_, (void)ctx;                                                                       \
     float acc[LANES][NT][4];                                                                      \
     FOR_LANES(L, Li)                                                                              \
-    for (int j = 0; j < NT; j++)                                                                  \
-      for (int i = 0; i < 4; i++)                                                                 \
+    UNROLL for (int j = 0; j < NT; j++)                                                                  \
+      UNROLL for (int i = 0; i < 4; i++)                                                                 \
         acc[Li][j][i] = 0.0f;                                                                     \
-    UNROLL2 for (uint32_t kc = 0; kc < MOE_CS * ICHUNKS; kc++) {                     \
-      const uint16_t *part = parts[kc / ICHUNKS] + (kc % ICHUNKS) * MOE_TT * 32;                  \
+    /* parts[p] with p unrolled: a dynamic index would put them in local memory */               \
+    UNROLL for (uint32_t p = 0; p < MOE_CS; p++)                                                  \
+    UNROLL2 for (uint32_t lc = 0; lc < ICHUNKS; lc++) {                                           \
+      uint32_t kc = p * ICHUNKS + lc;                                                             \
+      const uint16_t *part = parts[p] + lc * MOE_TT * 32;                                         \
       u32x4 a[LANES][2], b[LANES][NT];                                                            \
       FOR_LANES(L, Li) {                                                                          \
         uint32_t g = L >> 2, t = L & 3;                                                           \
-        const uint16_t *p = wd + (uint64_t)g * MOE_INTER + kc * 32 + 8 * t;                       \
-        a[Li][0] = ld_stream(p);                                                                  \
-        a[Li][1] = ld_stream(p + 8 * MOE_INTER);                                                  \
-        for (int j = 0; j < NT; j++)                                                              \
+        const uint16_t *pa = wd + (uint64_t)g * MOE_INTER + kc * 32 + 8 * t;                      \
+        a[Li][0] = ld_stream(pa);                                                                 \
+        a[Li][1] = ld_stream(pa + 8 * MOE_INTER);                                                 \
+        UNROLL for (int j = 0; j < NT; j++)                                                              \
           b[Li][j] = ld_slot(part + (8 * j + g) * 32 + 8 * t);                                    \
       }                                                                                           \
-      for (int j = 0; j < NT; j++)                                                                \
-        for (int half = 0; half < 2; half++)                                                      \
+      UNROLL for (int j = 0; j < NT; j++)                                                                \
+        UNROLL for (int half = 0; half < 2; half++)                                                      \
           warp_mma(acc[0][j], NT * 4, a[0], 2, &b[0][j], NT, half);                               \
     }                                                                                             \
     /* Output[token][col] += weight * y: two additions per element */                          \
     FOR_LANES(L, Li) {                                                                            \
       uint32_t g = L >> 2, t = L & 3;                                                             \
-      for (int j = 0; j < NT; j++)                                                                \
-        for (int i = 0; i < 4; i++) {                                                             \
+      UNROLL for (int j = 0; j < NT; j++)                                                                \
+        UNROLL for (int i = 0; i < 4; i++) {                                                             \
           uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                   \
           if (n < rows->count)                                                                    \
             add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                   \
@@ -368,14 +373,14 @@ void moe_down(const df_ctx *ctx) {
   uint32_t col0 = df_ctx_range_begin(ctx); /* first output column of this shard */
   int32_t *done = df_ctx_output(ctx);
   if (df_ctx_thread(ctx) == 0)
-    for (int i = 0; i < 4; i++)
+    UNROLL for (int i = 0; i < 4; i++)
       done[i] = i == 0 ? (int32_t)tk.count : i == 1 ? (int32_t)col0 : 0;
   if (tk.count == 0 || df_ctx_input_count(ctx) != MOE_CS)
     return;
   const uint16_t *wd = (const uint16_t *)df_ctx_tensor(ctx, T_WD) +
                        ((uint64_t)tk.expert * MOE_HIDDEN + col0) * MOE_INTER;
   const uint16_t *parts[MOE_CS];
-  for (uint32_t p = 0; p < MOE_CS; p++)
+  UNROLL for (uint32_t p = 0; p < MOE_CS; p++)
     parts[p] = df_ctx_input(ctx, p);
   out_rows rows = {(const int32_t *)df_ctx_tensor(ctx, T_TOKENS) + tk.start,
                    (const float *)df_ctx_tensor(ctx, T_WEIGHTS) + tk.start,
