@@ -87,12 +87,13 @@ typedef uint32_t u32x4 __attribute__((vector_size(16)));
 #define LANE_ID(ctx) 0u
 #endif
 
-/* Weights: streamed once, not kept in L1. */
+/* Weights: streamed once, not kept in L1; L2 fetches 256 B around each miss
+   (a warp walks 16 rows 64 bytes per k step, so the next steps hit). */
 static inline u32x4 ld_stream(const uint16_t *p) {
   u32x4 v;
 #if defined(__NVPTX__)
   uint32_t a, b, c, d;
-  __asm__("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+  __asm__("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
           : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
           : "l"(p));
   v = (u32x4){a, b, c, d};
