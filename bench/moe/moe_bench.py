@@ -5,7 +5,7 @@ On the GPU machine (PyTorch with CUDA, gcc, cmake; no LLVM), from the
 repository root, with the folder bench/moe/make_moe_carry.sh made on the
 CPU machine:
 
-    python3 bench/moe/moe_bench.py .moe-carry [--out DIR]
+    python3 bench/moe/moe_bench.py build-moe-carry [--out DIR]
 
 The carry holds one folder per variant (SMs x cluster size, e.g. c4 = 128
 SMs in clusters of 4), each with its kernel and one plan per token count;
