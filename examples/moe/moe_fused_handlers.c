@@ -55,10 +55,8 @@ _Static_assert(MOE_HIDDEN % 32 == 0, "hidden must be a multiple of 32");
 _Static_assert(MOE_TT % 8 == 0 && MOE_TT <= 64, "token tile: a multiple of 8, at most 64");
 
 #if defined(__clang__)
-#define UNROLL2 _Pragma("unroll 2")
 #define UNROLL _Pragma("unroll") /* register arrays need constant indices */
 #else
-#define UNROLL2
 #define UNROLL
 #endif
 
@@ -216,52 +214,54 @@ static inline moe_task task_of(const df_ctx *ctx) {
 }
 
 /* gate_up for one m-tile (16 intermediate columns at `row0` of this rank's
-   shard) and NT n-tiles of tokens. */
-#define GATE_UP_TILE(NT)                                                                          \
-  static inline __attribute__((always_inline)) void gate_up_tile_##NT(                          \
-      const df_ctx *ctx, const uint16_t *wg, const uint16_t *wu,                                  \
-      const uint16_t *xrow[LANES][8], uint16_t *out, uint32_t mt) {                         \
-    uint32_t lane_ = LANE_ID(ctx);                                                                \
-    (void)lane_, (void)ctx;                                                                       \
-    float accg[LANES][NT][4], accu[LANES][NT][4];                                                 \
-    FOR_LANES(L, Li)                                                                              \
-    UNROLL for (int j = 0; j < NT; j++)                                                                  \
-      UNROLL for (int i = 0; i < 4; i++)                                                                 \
-        accg[Li][j][i] = accu[Li][j][i] = 0.0f;                                                   \
-    UNROLL2 for (uint32_t k0 = 0; k0 < MOE_HIDDEN; k0 += 32) {                       \
-      u32x4 ag[LANES][2], au[LANES][2], xb[LANES][NT];                                            \
-      FOR_LANES(L, Li) {                                                                          \
-        uint32_t g = L >> 2, t = L & 3;                                                           \
-        const uint16_t *pg = wg + (uint64_t)g * MOE_HIDDEN + k0 + 8 * t;                          \
-        const uint16_t *pu = wu + (uint64_t)g * MOE_HIDDEN + k0 + 8 * t;                          \
-        ag[Li][0] = ld_stream(pg);                                                                \
-        ag[Li][1] = ld_stream(pg + 8 * MOE_HIDDEN);                                               \
-        au[Li][0] = ld_stream(pu);                                                                \
-        au[Li][1] = ld_stream(pu + 8 * MOE_HIDDEN);                                               \
-        UNROLL for (int j = 0; j < NT; j++)                                                              \
-          xb[Li][j] = ld_cached(xrow[Li][j] + k0 + 8 * t);                                        \
-      }                                                                                           \
-      UNROLL for (int j = 0; j < NT; j++)                                                                \
-        UNROLL for (int half = 0; half < 2; half++) {                                                    \
-          warp_mma(accg[0][j], NT * 4, ag[0], 2, &xb[0][j], NT, half);                            \
-          warp_mma(accu[0][j], NT * 4, au[0], 2, &xb[0][j], NT, half);                            \
-        }                                                                                         \
-    }                                                                                             \
-    /* h = SiLU(gate) * up -> UpShard[m / 32][token][m % 32] */                                  \
-    FOR_LANES(L, Li) {                                                                            \
-      uint32_t g = L >> 2, t = L & 3;                                                             \
-      UNROLL for (int j = 0; j < NT; j++)                                                                \
-        UNROLL for (int i = 0; i < 4; i++) {                                                             \
-          uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                   \
-          float h = silu(accg[Li][j][i]) * accu[Li][j][i];                                        \
-          out[((m / 32) * MOE_TT + n) * 32 + m % 32] = f32_to_bf16(h);                            \
-        }                                                                                         \
-    }                                                                                             \
+   shard) and NT n-tiles of tokens. Each pass issues the loads of U k steps
+   before their mma's, so U * 2 KB of weights per warp are in flight. */
+#define GATE_UP_TILE(NT, U)                                                                      \
+  static inline __attribute__((always_inline)) void gate_up_tile_##NT(                         \
+      const df_ctx *ctx, const uint16_t *wg, const uint16_t *wu, const uint16_t *xrow[LANES][8], \
+      uint16_t *out, uint32_t mt) {                                                              \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx;                                                                      \
+    float accg[LANES][NT][4], accu[LANES][NT][4];                                                \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++)                      \
+        accg[Li][j][i] = accu[Li][j][i] = 0.0f;                                                  \
+    for (uint32_t k0 = 0; k0 < MOE_HIDDEN; k0 += 32 * U) {                                       \
+      u32x4 ag[LANES][U][2], au[LANES][U][2], xb[LANES][U][NT];                                  \
+      FOR_LANES(L, Li) {                                                                         \
+        uint32_t g = L >> 2, t = L & 3;                                                          \
+        const uint16_t *pg = wg + (uint64_t)g * MOE_HIDDEN + k0 + 8 * t;                         \
+        const uint16_t *pu = wu + (uint64_t)g * MOE_HIDDEN + k0 + 8 * t;                         \
+        UNROLL for (int u = 0; u < U; u++) {                                                     \
+          ag[Li][u][0] = ld_stream(pg + 32 * u);                                                 \
+          ag[Li][u][1] = ld_stream(pg + 32 * u + 8 * MOE_HIDDEN);                                \
+          au[Li][u][0] = ld_stream(pu + 32 * u);                                                 \
+          au[Li][u][1] = ld_stream(pu + 32 * u + 8 * MOE_HIDDEN);                                \
+        }                                                                                        \
+        UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                  \
+            xb[Li][u][j] = ld_cached(xrow[Li][j] + k0 + 32 * u + 8 * t);                         \
+      }                                                                                          \
+      UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                    \
+          UNROLL for (int half = 0; half < 2; half++) {                                          \
+        warp_mma(accg[0][j], NT * 4, ag[0][u], U * 2, &xb[0][u][j], U * NT, half);               \
+        warp_mma(accu[0][j], NT * 4, au[0][u], U * 2, &xb[0][u][j], U * NT, half);               \
+      }                                                                                          \
+    }                                                                                            \
+    /* h = SiLU(gate) * up -> UpShard[m / 32][token][m % 32] */                                 \
+    FOR_LANES(L, Li) {                                                                           \
+      uint32_t g = L >> 2, t = L & 3;                                                            \
+      UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {                  \
+        uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                    \
+        float h = silu(accg[Li][j][i]) * accu[Li][j][i];                                         \
+        out[((m / 32) * MOE_TT + n) * 32 + m % 32] = f32_to_bf16(h);                             \
+      }                                                                                          \
+    }                                                                                            \
   }
-GATE_UP_TILE(1)
-GATE_UP_TILE(2)
-GATE_UP_TILE(4)
-GATE_UP_TILE(8)
+_Static_assert(MOE_HIDDEN % (32 * 8) == 0, "hidden must be a multiple of 256 (8 k steps)");
+GATE_UP_TILE(1, 8)
+GATE_UP_TILE(2, 4)
+GATE_UP_TILE(4, 2)
+GATE_UP_TILE(8, 2)
 
 /* n-tiles for `count` tokens, rounded up to 1, 2, 4 or 8. */
 static inline uint32_t ntiles(uint32_t count) {
@@ -322,52 +322,52 @@ static inline void add_output(float *o, float v) {
 }
 
 /* down for one m-tile (16 output columns at `mt * 16` of this rank's
-   shard) over the gathered intermediate (MOE_CS parts of ICHUNKS chunks). */
-#define DOWN_TILE(NT)                                                                             \
-  static inline __attribute__((always_inline)) void down_tile_##NT(                             \
-      const df_ctx *ctx, const uint16_t *wd, const uint16_t *parts[MOE_CS],                      \
-      const out_rows *rows, uint32_t mt) {                                                        \
-    uint32_t lane_ = LANE_ID(ctx);                                                                \
-    (void)lane_, (void)ctx;                                                                       \
-    float acc[LANES][NT][4];                                                                      \
-    FOR_LANES(L, Li)                                                                              \
-    UNROLL for (int j = 0; j < NT; j++)                                                                  \
-      UNROLL for (int i = 0; i < 4; i++)                                                                 \
-        acc[Li][j][i] = 0.0f;                                                                     \
-    /* parts[p] with p unrolled: a dynamic index would put them in local memory */               \
-    UNROLL for (uint32_t p = 0; p < MOE_CS; p++)                                                  \
-    UNROLL2 for (uint32_t lc = 0; lc < ICHUNKS; lc++) {                                           \
-      uint32_t kc = p * ICHUNKS + lc;                                                             \
-      const uint16_t *part = parts[p] + lc * MOE_TT * 32;                                         \
-      u32x4 a[LANES][2], b[LANES][NT];                                                            \
-      FOR_LANES(L, Li) {                                                                          \
-        uint32_t g = L >> 2, t = L & 3;                                                           \
-        const uint16_t *pa = wd + (uint64_t)g * MOE_INTER + kc * 32 + 8 * t;                      \
-        a[Li][0] = ld_stream(pa);                                                                 \
-        a[Li][1] = ld_stream(pa + 8 * MOE_INTER);                                                 \
-        UNROLL for (int j = 0; j < NT; j++)                                                              \
-          b[Li][j] = ld_slot(part + (8 * j + g) * 32 + 8 * t);                                    \
-      }                                                                                           \
-      UNROLL for (int j = 0; j < NT; j++)                                                                \
-        UNROLL for (int half = 0; half < 2; half++)                                                      \
-          warp_mma(acc[0][j], NT * 4, a[0], 2, &b[0][j], NT, half);                               \
-    }                                                                                             \
-    /* Output[token][col] += weight * y: two additions per element */                          \
-    FOR_LANES(L, Li) {                                                                            \
-      uint32_t g = L >> 2, t = L & 3;                                                             \
-      UNROLL for (int j = 0; j < NT; j++)                                                                \
-        UNROLL for (int i = 0; i < 4; i++) {                                                             \
-          uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                   \
-          if (n < rows->count)                                                                    \
-            add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                   \
-                       rows->weights[n] * acc[Li][j][i]);                                         \
-        }                                                                                         \
-    }                                                                                             \
+   shard) over the gathered intermediate (MOE_CS parts of ICHUNKS chunks),
+   U chunks' loads issued per pass (U divides ICHUNKS; the parts loop is
+   unrolled: a dynamic index into parts[] would put it in local memory). */
+#define DOWN_TILE(NT, U)                                                                         \
+  static inline __attribute__((always_inline)) void down_tile_##NT(                            \
+      const df_ctx *ctx, const uint16_t *wd, const uint16_t *parts[MOE_CS], const out_rows *rows, \
+      uint32_t mt) {                                                                             \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx;                                                                      \
+    float acc[LANES][NT][4];                                                                     \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) acc[Li][j][i] = 0.0f; \
+    UNROLL for (uint32_t p = 0; p < MOE_CS; p++)                                                 \
+    for (uint32_t lc = 0; lc < ICHUNKS; lc += U) {                                               \
+      const uint16_t *part = parts[p] + lc * MOE_TT * 32;                                        \
+      u32x4 a[LANES][U][2], b[LANES][U][NT];                                                     \
+      FOR_LANES(L, Li) {                                                                         \
+        uint32_t g = L >> 2, t = L & 3;                                                          \
+        const uint16_t *pa = wd + (uint64_t)g * MOE_INTER + (p * ICHUNKS + lc) * 32 + 8 * t;     \
+        UNROLL for (int u = 0; u < U; u++) {                                                     \
+          a[Li][u][0] = ld_stream(pa + 32 * u);                                                  \
+          a[Li][u][1] = ld_stream(pa + 32 * u + 8 * MOE_INTER);                                  \
+        }                                                                                        \
+        UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                  \
+            b[Li][u][j] = ld_slot(part + (u * MOE_TT + 8 * j + g) * 32 + 8 * t);                 \
+      }                                                                                          \
+      UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                    \
+          UNROLL for (int half = 0; half < 2; half++)                                            \
+              warp_mma(acc[0][j], NT * 4, a[0][u], U * 2, &b[0][u][j], U * NT, half);            \
+    }                                                                                            \
+    /* Output[token][col] += weight * y: two additions per element */                           \
+    FOR_LANES(L, Li) {                                                                           \
+      uint32_t g = L >> 2, t = L & 3;                                                            \
+      UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {                  \
+        uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                    \
+        if (n < rows->count)                                                                     \
+          add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                    \
+                     rows->weights[n] * acc[Li][j][i]);                                          \
+      }                                                                                          \
+    }                                                                                            \
   }
-DOWN_TILE(1)
-DOWN_TILE(2)
-DOWN_TILE(4)
-DOWN_TILE(8)
+_Static_assert(ICHUNKS % 6 == 0, "the down unroll factors (6, 3, 2) must divide the chunks");
+DOWN_TILE(1, 6)
+DOWN_TILE(2, 6)
+DOWN_TILE(4, 3)
+DOWN_TILE(8, 2)
 
 void moe_down(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
