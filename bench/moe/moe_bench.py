@@ -9,7 +9,8 @@ CPU machine:
 
 The carry holds one folder per variant (SMs x cluster size, e.g. c4 = 128
 SMs in clusters of 4), each with its kernel and one plan per token count;
-the routing (fixed-seed Zipf) is the same in every variant.
+the routing (fixed-seed Zipf) is the same in every variant. Each variant
+runs with every --block-dims entry (threads per CTA; rows "c4/256").
 
 It builds libdfrt (cmake, like scripts/gpu/run_seed.sh) and the ctypes shim
 bench/moe/moe_df_shim.c with gcc, generates the weights and activations on
@@ -221,7 +222,9 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--sets", type=int, default=3, help="rotation sets of inputs (<= 8)")
-    ap.add_argument("--block-dim", type=int, default=256)
+    ap.add_argument("--block-dims", default="256,192",
+                    help="threads per CTA to try, comma-separated (the handlers share their "
+                    "m-tiles out over the warps; 256 is the most the registers allow)")
     a = ap.parse_args()
     if a.iters < 30:
         sys.exit("moe_bench: --iters must be at least 30")
@@ -298,8 +301,9 @@ def main() -> int:
         except Exception as ex:  # noqa: BLE001 (report the baseline as missing, keep df's rows)
             lines.append(f"grouped_mm baseline failed at {T} tokens: {ex}")
 
-        for v in variants:
+        for v, bd in [(v, int(b)) for v in variants for b in a.block_dims.split(",")]:
             d = v / f"t{T}"
+            name = f"{v.name}/{bd}"
             if not d.is_dir():
                 continue
             rv = load_routing(torch, d, T)
@@ -307,7 +311,7 @@ def main() -> int:
             torch.cuda.synchronize()  # libdfrt runs on its own stream
             df = None
             try:
-                df = DfMoe(shim, v / "moe.ptx", d / "plan.dfplan", a.block_dim)
+                df = DfMoe(shim, v / "moe.ptx", d / "plan.dfplan", bd)
                 for s in range(a.sets):
                     wgu, wd = weights[s]
                     df.bind([(xs[s].data_ptr(), "bfloat16", (T, H)),
@@ -318,7 +322,7 @@ def main() -> int:
                              (rv["rw"].data_ptr(), "float32", (TOP_K * T,)),
                              (outs[s].data_ptr(), "float32", (T, H))])
                 if T == counts_t[0]:
-                    lines.append(f"df {v.name}: {df.describe()}")
+                    lines.append(f"df {name}: {df.describe()}")
                 df.run(0)
                 once = outs[0].clone()
                 df.run(0)
@@ -327,8 +331,8 @@ def main() -> int:
                 t_df = statistics.median(df.time(a.warmup, a.iters, True))
                 t_kernel = statistics.median(df.time(a.warmup, a.iters, False))
             except RuntimeError as ex:
-                lines.append(f"df {v.name} at {T} tokens: {ex}")
-                rows.append((T, v.name, rv["ntasks"], "refused") + ("-",) * (len(header) - 4))
+                lines.append(f"df {name} at {T} tokens: {ex}")
+                rows.append((T, name, rv["ntasks"], "refused") + ("-",) * (len(header) - 4))
                 continue
             finally:
                 if df:
@@ -336,7 +340,7 @@ def main() -> int:
             ok = bitwise and df_err <= 1e-2 * max(ref_max, 1e-6) + 1e-3
             failed |= not ok
             rate = WEIGHT_BYTES / (t_df * 1e-6)
-            rows.append((T, v.name, rv["ntasks"], f"{t_df:.1f}", f"{t_kernel:.1f}", f"{t_gmm:.1f}",
+            rows.append((T, name, rv["ntasks"], f"{t_df:.1f}", f"{t_kernel:.1f}", f"{t_gmm:.1f}",
                          f"{floor_us:.1f}", f"{t_gmm / t_df:.2f}x", f"{t_df / floor_us:.2f}",
                          f"{rate / 1e12:.2f}", f"{100 * rate / bw:.0f}%", f"{df_err:.2e}",
                          f"{gmm_err:.2e}", f"{ref_max:.3f}", "yes" if bitwise else "NO"))
