@@ -22,9 +22,11 @@
 #   c4x132  132 SMs, clusters of 4: only if the card co-schedules 33
 #           4-clusters (libdfrt refuses the launch otherwise, and the bench
 #           reports that)
+#   c4x120  120 SMs, clusters of 4: in case a GPC has fewer than 16 SMs and
+#           32 4-clusters do not fit either
 # usage: bench/moe/make_moe_carry.sh DIR
 #   (env: DF_BIN, MOE_SEED, MOE_TOKENS="128 256 512 1024",
-#    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4" as NAME:SMS:CLUSTER)
+#    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_moe_carry.sh DIR}"
@@ -36,7 +38,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions
         -O2 -std=gnu17 -I "$root/include" -emit-llvm -c)
-for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4}; do
+for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
   IFS=: read -r name sms cs <<<"$v"
   vd="$dir/$name"
   mkdir -p "$vd"
