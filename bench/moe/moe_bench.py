@@ -107,7 +107,8 @@ class DfMoe:
         lib.moe_df_bind.argtypes = [c.c_void_p, c.POINTER(c.c_uint64), c.POINTER(c.c_char_p),
                                     c.POINTER(c.c_uint32), c.POINTER(c.c_int64), c.c_int,
                                     c.c_char_p, c.c_size_t]
-        lib.moe_df_run.argtypes = [c.c_void_p, c.c_uint32, c.c_char_p, c.c_size_t]
+        lib.moe_df_run.argtypes = [c.c_void_p, c.c_uint32, c.c_uint32, c.c_char_p, c.c_size_t]
+        lib.moe_df_hung.argtypes = [c.c_void_p]
         lib.moe_df_time.argtypes = [c.c_void_p, c.c_uint32, c.c_uint32, c.c_int,
                                     c.POINTER(c.c_float), c.c_char_p, c.c_size_t]
         lib.moe_df_describe.argtypes = [c.c_void_p, c.c_uint32, c.c_char_p, c.c_size_t,
@@ -135,8 +136,13 @@ class DfMoe:
         self._check(self.lib.moe_df_bind(self.h, ptrs, names, ndim, shapes, self.device,
                                          self.err, len(self.err)), "bind")
 
-    def run(self, s: int) -> None:
-        self._check(self.lib.moe_df_run(self.h, s, self.err, len(self.err)), "run")
+    def run(self, s: int, timeout_ms: int = 0) -> None:
+        """Zero set s's output and launch; timeout_ms > 0: under libdfrt's
+        watchdog (a hang raises, naming the blocked CTAs)."""
+        self._check(self.lib.moe_df_run(self.h, s, timeout_ms, self.err, len(self.err)), "run")
+
+    def hung(self) -> bool:
+        return bool(self.h) and self.lib.moe_df_hung(self.h) != 0
 
     def time(self, warmup: int, iters: int, zero: bool) -> list[float]:
         ms = (ctypes.c_float * iters)()
@@ -222,6 +228,8 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--sets", type=int, default=3, help="rotation sets of inputs (<= 8)")
+    ap.add_argument("--timeout-ms", type=int, default=20000,
+                    help="watchdog of the two checked launches per case (0: off)")
     ap.add_argument("--block-dims", default="256,192",
                     help="threads per CTA to try, comma-separated (the handlers share their "
                     "m-tiles out over the warps; 256 is the most the registers allow)")
@@ -250,11 +258,35 @@ def main() -> int:
     header = ("tokens", "variant", "tasks", "df us", "df kernel us", "grouped_mm us", "floor us",
               "gmm/df", "df/floor", "df TB/s", "% copy bw", "df max err", "gmm max err",
               "|ref| max", "df bitwise")
+    rows = []
+
+    def say(line: str) -> None:
+        """Progress as it happens (a hang or a device-tool time limit still
+        leaves the lines before it)."""
+        lines.append(line)
+        print(line, flush=True)
+
+    def finish(rc: int) -> int:
+        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+        fmt = lambda row: "| " + " | ".join(str(x).rjust(w) for x, w in zip(row, widths)) + " |"  # noqa: E731
+        table = [fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        table += [fmt(row) for row in rows]
+        notes = [f"median of {a.iters} launches after {a.warmup} warm-ups, {a.sets} rotating "
+                 "input sets; df = zero the fp32 output + launch, df kernel = launch only; TB/s = "
+                 "all expert weight bytes / df time; errors vs fp32 reference; df ok = max err <= "
+                 "1e-2 * |ref| max + 1e-3 and bitwise equal launches"]
+        text = "\n".join(lines + [""] + table + [""] + notes)
+        print("\n" + "\n".join(table + [""] + notes))
+        (a.out / "moe_table.txt").write_text(text + "\n")
+        return rc
+
+    for line in lines:
+        print(line, flush=True)
     variants = sorted(p.parent for p in a.carry.glob("*/moe.ptx"))
     if not variants:
         sys.exit(f"moe_bench: no VARIANT/moe.ptx in {a.carry} (bench/moe/make_moe_carry.sh)")
     counts_t = sorted({int(p.name[1:]) for v in variants for p in v.glob("t*")})
-    rows, failed = [], False
+    failed = False
     for T in counts_t:
         first = next(v / f"t{T}" for v in variants if (v / f"t{T}").is_dir())
         r = load_routing(torch, first, T)
@@ -299,7 +331,7 @@ def main() -> int:
                                                     a.warmup, a.iters, a.sets))
             del graphs
         except Exception as ex:  # noqa: BLE001 (report the baseline as missing, keep df's rows)
-            lines.append(f"grouped_mm baseline failed at {T} tokens: {ex}")
+            say(f"grouped_mm baseline failed at {T} tokens: {ex}")
 
         for v, bd in [(v, int(b)) for v in variants for b in a.block_dims.split(",")]:
             d = v / f"t{T}"
@@ -322,20 +354,23 @@ def main() -> int:
                              (rv["rw"].data_ptr(), "float32", (TOP_K * T,)),
                              (outs[s].data_ptr(), "float32", (T, H))])
                 if T == counts_t[0]:
-                    lines.append(f"df {name}: {df.describe()}")
-                df.run(0)
+                    say(f"df {name}: {df.describe()}")
+                df.run(0, a.timeout_ms)
                 once = outs[0].clone()
-                df.run(0)
+                df.run(0, a.timeout_ms)
                 bitwise = torch.equal(once.view(torch.int32), outs[0].view(torch.int32))
                 df_err = (once - ref).abs().max().item()
                 t_df = statistics.median(df.time(a.warmup, a.iters, True))
                 t_kernel = statistics.median(df.time(a.warmup, a.iters, False))
             except RuntimeError as ex:
-                lines.append(f"df {name} at {T} tokens: {ex}")
-                rows.append((T, name, rv["ntasks"], "refused") + ("-",) * (len(header) - 4))
+                say(f"df {name} at {T} tokens: {ex}")
+                rows.append((T, name, rv["ntasks"], "failed") + ("-",) * (len(header) - 4))
+                if df and df.hung():
+                    say("the GPU context is unusable after the timeout: stopping")
+                    return finish(1)
                 continue
             finally:
-                if df:
+                if df and not df.hung():
                     df.close()
             ok = bitwise and df_err <= 1e-2 * max(ref_max, 1e-6) + 1e-3
             failed |= not ok
@@ -344,21 +379,12 @@ def main() -> int:
                          f"{floor_us:.1f}", f"{t_gmm / t_df:.2f}x", f"{t_df / floor_us:.2f}",
                          f"{rate / 1e12:.2f}", f"{100 * rate / bw:.0f}%", f"{df_err:.2e}",
                          f"{gmm_err:.2e}", f"{ref_max:.3f}", "yes" if bitwise else "NO"))
+            say("row: " + " ".join(map(str, rows[-1])))
             del outs
         del xs, gouts
         torch.cuda.empty_cache()
 
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    fmt = lambda row: "| " + " | ".join(str(x).rjust(w) for x, w in zip(row, widths)) + " |"  # noqa: E731
-    table = [fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [fmt(r) for r in rows]
-    notes = [f"median of {a.iters} launches after {a.warmup} warm-ups, {a.sets} rotating input "
-             "sets; df = zero the fp32 output + launch, df kernel = launch only; TB/s = all "
-             "expert weight bytes / df time; errors vs fp32 reference; "
-             f"df ok = max err <= 1e-2 * |ref| max + 1e-3 and bitwise equal launches"]
-    text = "\n".join(lines + [""] + table + [""] + notes)
-    print(text)
-    (a.out / "moe_table.txt").write_text(text + "\n")
-    return 1 if failed else 0
+    return finish(1 if failed else 0)
 
 
 if __name__ == "__main__":

@@ -139,17 +139,27 @@ int moe_df_bind(moe_df *m, const uint64_t *ptrs, const char *const *dtypes, cons
   return 0;
 }
 
-/* Zero set `set`'s output, launch, wait. */
-int moe_df_run(moe_df *m, uint32_t set, char *err, size_t cap) {
+/* Zero set `set`'s output, launch, wait. With timeout_ms > 0 the launch is
+   watched (libdfrt's watchdog): a kernel that does not finish in time
+   returns DF_ETIMEOUT naming the blocked CTAs, and the CUDA context is
+   then unusable (moe_df_hung). */
+int moe_df_run(moe_df *m, uint32_t set, uint32_t timeout_ms, char *err, size_t cap) {
   if (set >= m->sets) {
     snprintf(err, cap, "no rotation set %u", set);
     return 1;
   }
   TRY(df_rt_memset_d8(m->dev, m->stream, m->out_ptr[set], 0, m->out_bytes[set]));
-  TRY(df_rt_executable_launch(m->exe[set], m->stream));
+  TRY(df_rt_executable_set_timeout(m->exe[set], timeout_ms));
+  df_status s = df_rt_executable_launch(m->exe[set], m->stream);
+  if (s.code != DF_OK)
+    return fail(s, err, cap);
+  TRY(df_rt_executable_set_timeout(m->exe[set], 0));
   TRY(df_rt_stream_synchronize(m->dev, m->stream));
   return 0;
 }
+
+/* Whether a watched launch timed out (the context is then unusable). */
+int moe_df_hung(const moe_df *m) { return m->dev && df_rt_device_hung(m->dev); }
 
 /* `warmup` + `iters` launches rotating over the sets; ms[i] = CUDA-event
    time of timed launch i. With `zero` the timed region also zeroes the
