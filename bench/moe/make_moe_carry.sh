@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# On the CPU machine (clang-22, df-opt/df-translate and moe_fused_gen in
+# $DF_BIN, default build/bin): the fused-MoE benchmark's carry folder for
+# bench/moe/moe_bench.py on the GPU machine. Weights and activations are
+# generated there from seeds, so only kernels, plans and routing travel
+# (about 1 MB per variant):
+#   DIR/VARIANT/moe.ptx        one kernel for the variant's plans (the plan
+#                              comes in the launch parameters)
+#   DIR/VARIANT/tN/plan.dfplan N = 128, 256, 512, 1024 tokens, per-CTA
+#                              shared layout
+#   DIR/VARIANT/tN/{tasks,tokens,weights,topk,topw}.bin, ntasks, gen.txt
+#                              routing (32 experts, top-2, Zipf s = 1.0, seed
+#                              $MOE_SEED, default 1: the same routing in
+#                              every variant) and the variant's task table
+#   DIR/VARIANT/kernel_report.txt  registers, stack, spills (ptxas -v)
+# Variants (SMs x cluster size; the cluster size is the handlers' MOE_CS and
+# the number of shards of each expert's weights per task):
+#   c4      128 SMs, clusters of 4 (32 clusters; H200 GPCs of 18 SMs leave
+#           2 SMs each that a 4-cluster cannot use)
+#   c2      132 SMs, clusters of 2 (66 clusters; each SM streams half an
+#           expert's weights per task)
+#   c4x132  132 SMs, clusters of 4: only if the card co-schedules 33
+#           4-clusters (libdfrt refuses the launch otherwise, and the bench
+#           reports that)
+#   c4x120  120 SMs, clusters of 4: in case a GPC has fewer than 16 SMs and
+#           32 4-clusters do not fit either
+# usage: bench/moe/make_moe_carry.sh DIR
+#   (env: DF_BIN, MOE_SEED, MOE_TOKENS="128 256 512 1024",
+#    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dir="${1:?usage: make_moe_carry.sh DIR}"
+bin="${DF_BIN:-$root/build/bin}"
+seed="${MOE_SEED:-1}"
+tokens="${MOE_TOKENS:-128 256 512 1024}"
+mkdir -p "$dir"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions
+        -O2 -std=gnu17 -I "$root/include" -emit-llvm -c)
+for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
+  IFS=: read -r name sms cs <<<"$v"
+  vd="$dir/$name"
+  mkdir -p "$vd"
+  chunks=$((768 / cs / 32))
+  # The program for cluster size cs: UpShard holds 768 / cs columns.
+  sed -e "s/tensor<6x64x32xbf16>/tensor<${chunks}x64x32xbf16>/" \
+      -e "s/tensor<4x6x64x32xbf16>/tensor<${cs}x${chunks}x64x32xbf16>/" \
+      -e "s/output_arity = 4 : i64/output_arity = $cs : i64/" \
+      "$root/examples/moe/moe_fused.mlir" >"$tmp/moe$cs.mlir"
+  clang-22 "${cflags[@]}" -DMOE_CS="$cs" "$root/examples/moe/moe_fused_handlers.c" -o "$tmp/moe$cs.bc"
+  first=""
+  for t in $tokens; do
+    d="$vd/t$t"
+    mkdir -p "$d"
+    "$bin/moe_fused_gen" "$d" --experts 32 --tokens "$t" --clusters $((sms / cs)) --seed "$seed" \
+      >"$d/gen.txt"
+    "$bin/df-opt" "$tmp/moe$cs.mlir" \
+      --df-schedule="sm-count=$sms cluster-size=$cs block-size=64 $(cat "$d/schedule.txt")" \
+      --df-layout-slots="per-cta-shared=true" -o "$tmp/plan.mlir"
+    "$bin/df-translate" --df-to-plan "$tmp/plan.mlir" -o "$d/plan.dfplan"
+    echo "$name t$t: $(tail -1 "$d/gen.txt" | sed 's/^moe_fused_gen: //');" \
+      "$("$bin/df-translate" --df-plan-dump "$d/plan.dfplan" | grep -oE "instructions=[0-9]+|shared_memory_bytes=[0-9]+" | tr '\n' ' ')"
+    [ -n "$first" ] || { first=1; cp "$tmp/plan.mlir" "$tmp/first.mlir"; }
+  done
+  "$bin/df-translate" --df-to-ptx --df-link="$tmp/moe$cs.bc" "$tmp/first.mlir" -o "$vd/moe.ptx"
+  "$bin/df-translate" --df-kernel-report --df-link="$tmp/moe$cs.bc" "$tmp/first.mlir" \
+    >"$vd/kernel_report.txt" 2>&1 || true
+  echo "$name: $(grep -E "^(features|registers|stack_frame_bytes|spill_store_bytes):" "$vd/kernel_report.txt" | tr '\n' ' ')"
+  echo "$sms SMs, cluster $cs, seed $seed, tokens $tokens" >"$vd/meta.txt"
+done
+head -1 "$dir/c4/t1024/gen.txt" 2>/dev/null || true
+du -sh "$dir"

@@ -1,0 +1,400 @@
+/* Handlers of examples/moe/moe_fused.mlir: a fused MoE layer with bf16
+   weights and activations, fp32 accumulation, written once for the GPU
+   (clang --target=nvptx64-nvidia-cuda -march=sm_90a: tensor cores through
+   mma.sync.m16n8k16 bf16 inline PTX, 16-byte vector loads) and the host
+   backend (the same warp code; the mma is emulated lane by lane with the
+   PTX fragment layout, so the host test checks the fragment indexing the
+   GPU runs).
+
+   Tensors (row-major), indices in the program's order:
+     0 X       bf16 [T][H]           token activations
+     1 Wgu     bf16 [E][2][I][H]     gate rows (0) and up rows (1) per expert
+     2 Tasks   int32 [tasks][4]      expert, first row in Tokens, token count, 0
+     3 Tokens  int32 [2T]            token ids grouped by expert
+     4 Wd      bf16 [E][H][I]        down projection
+     5 Weights f32 [2T]              routing weight of each Tokens row
+     6 Output  f32 [T][H]            must be zero before the launch; every
+                                     element receives exactly two additions
+                                     (top-2), so the result does not depend on
+                                     their order: bitwise deterministic
+   H = MOE_HIDDEN (2048), I = MOE_INTER (768), a task covers at most
+   MOE_TT (64) tokens, the cluster size is MOE_CS (4).
+
+   GEMM mapping (one warp = one 16-row m-tile of a weight matrix times the
+   task's tokens as the n dimension, 8 tokens per n-tile): weights are the
+   A operand (row-major, K contiguous) and are read exactly once per task;
+   tokens are the B operand (K contiguous per token). Each lane loads 16
+   bytes of a row (8 consecutive k) and the k order inside a 32-wide step
+   is permuted identically for A and B (logical k 2t..2t+1 / 2t+8..2t+9 of
+   the two mma halves = physical 8t..8t+3 / 8t+4..8t+7), which a reduction
+   may do. The number of n-tiles is specialised (1, 2, 4 or 8) so that
+   lightly routed experts do not pay for 64 tokens. */
+#include "df/device.h"
+
+#ifndef MOE_HIDDEN
+#define MOE_HIDDEN 2048
+#endif
+#ifndef MOE_INTER
+#define MOE_INTER 768
+#endif
+#ifndef MOE_CS
+#define MOE_CS 4
+#endif
+#ifndef MOE_TT
+#define MOE_TT 64
+#endif
+#define MOE_NWARPS 8 /* warps per CTA the host emulates (the GPU uses its block's) */
+
+#define ISHARD (MOE_INTER / MOE_CS)  /* intermediate columns per rank */
+#define HSHARD (MOE_HIDDEN / MOE_CS) /* output columns per rank */
+#define ICHUNKS (ISHARD / 32)        /* 32-column chunks of an UpShard */
+
+_Static_assert(ISHARD % 32 == 0, "intermediate shard must be a multiple of 32");
+_Static_assert(HSHARD % 16 == 0, "hidden shard must be a multiple of 16");
+_Static_assert(MOE_HIDDEN % 32 == 0, "hidden must be a multiple of 32");
+_Static_assert(MOE_TT % 8 == 0 && MOE_TT <= 64, "token tile: a multiple of 8, at most 64");
+
+#if defined(__clang__)
+#define UNROLL _Pragma("unroll") /* register arrays need constant indices */
+#else
+#define UNROLL
+#endif
+
+enum { T_X, T_WGU, T_TASKS, T_TOKENS, T_WD, T_WEIGHTS, T_OUTPUT };
+
+typedef uint32_t u32x4 __attribute__((vector_size(16)));
+
+/* Lane-private state: on the GPU each thread holds its lane's values
+   (arrays of extent 1, index 0); the host holds all 32 lanes of a warp and
+   loops over them. FOR_LANES(L, Li): L = the lane id, Li = the array index. */
+#if defined(__NVPTX__)
+#define LANES 1
+#define FOR_LANES(L, Li) for (uint32_t L = lane_, Li = 0, once_ = 1; once_; once_ = 0, (void)L, (void)Li)
+#define FOR_WARPS(ctx, w, nw)                                                                    \
+  for (uint32_t nw = df_ctx_threads(ctx) / 32, w = df_ctx_thread(ctx) / 32, once_ = 1;          \
+       once_ && w < nw; once_ = 0)
+#define LANE_ID(ctx) (df_ctx_thread(ctx) & 31)
+#else
+#include <math.h>
+#include <string.h>
+#define LANES 32
+#define FOR_LANES(L, Li) for (uint32_t L = 0, Li = 0; L < 32; Li = ++L)
+/* The host's threads of a virtual CTA share out MOE_NWARPS virtual warps. */
+#define FOR_WARPS(ctx, w, nw)                                                                    \
+  for (uint32_t nw = MOE_NWARPS, w = df_ctx_thread(ctx); w < nw; w += df_ctx_threads(ctx))
+#define LANE_ID(ctx) 0u
+#endif
+
+/* Weights: streamed once, not kept in L1; L2 fetches 256 B around each miss
+   (a warp walks 16 rows 64 bytes per k step, so the next steps hit). */
+static inline u32x4 ld_stream(const uint16_t *p) {
+  u32x4 v;
+#if defined(__NVPTX__)
+  uint32_t a, b, c, d;
+  __asm__("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+          : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
+          : "l"(p));
+  v = (u32x4){a, b, c, d};
+#else
+  memcpy(&v, p, sizeof v);
+#endif
+  return v;
+}
+
+/* Token rows: re-read by every m-tile of the CTA, so through L1. */
+static inline u32x4 ld_cached(const uint16_t *p) {
+  u32x4 v;
+#if defined(__NVPTX__)
+  uint32_t a, b, c, d;
+  __asm__("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+          : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
+          : "l"(p));
+  v = (u32x4){a, b, c, d};
+#else
+  memcpy(&v, p, sizeof v);
+#endif
+  return v;
+}
+
+/* A slot (shared memory on the GPU): 16-byte aligned vector load. */
+static inline u32x4 ld_slot(const uint16_t *p) { return *(const u32x4 *)p; }
+
+__attribute__((unused)) static inline float bf16_to_f32(uint16_t h) {
+  union {
+    uint32_t u;
+    float f;
+  } x = {(uint32_t)h << 16};
+  return x.f;
+}
+
+/* Round to nearest even (no NaNs arise here). */
+static inline uint16_t f32_to_bf16(float f) {
+  union {
+    float f;
+    uint32_t u;
+  } x = {f};
+  return (uint16_t)((x.u + 0x7fffu + ((x.u >> 16) & 1u)) >> 16);
+}
+
+static inline float silu(float g) {
+#if defined(__NVPTX__)
+  return g / (1.0f + __nvvm_ex2_approx_f(-1.4426950408889634f * g));
+#else
+  return g / (1.0f + expf(-g));
+#endif
+}
+
+/* One warp-wide mma.m16n8k16 (bf16 in, fp32 accumulate) per `half` of a
+   32-wide k step. Lane Li's operands: c + Li*cs (4 floats), a + Li*as (the
+   16-byte loads of rows g and g+8), b + Li*bs (the 16-byte load of token
+   g). Registers follow PTX's fragment layout: a = {A[g][2t..], A[g+8][2t..],
+   A[g][2t+8..], A[g+8][2t+8..]}, b = {B[2t..][g], B[2t+8..][g]}, c =
+   {C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]} (g = lane / 4, t = lane
+   % 4, low half = lower k). */
+static inline void frag_regs(const u32x4 *a, const u32x4 *b, int half, uint32_t r[6]) {
+  r[0] = half ? a[0][2] : a[0][0];
+  r[1] = half ? a[1][2] : a[1][0];
+  r[2] = half ? a[0][3] : a[0][1];
+  r[3] = half ? a[1][3] : a[1][1];
+  r[4] = half ? b[0][2] : b[0][0];
+  r[5] = half ? b[0][3] : b[0][1];
+}
+
+#if defined(__NVPTX__)
+static inline __attribute__((always_inline)) void warp_mma(float *c, uint32_t cs, const u32x4 *a,
+                                                           uint32_t as, const u32x4 *b,
+                                                           uint32_t bs, int half) {
+  (void)cs, (void)as, (void)bs;
+  uint32_t r[6];
+  frag_regs(a, b, half, r);
+  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+          "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+          : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+          : "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]));
+}
+#else
+static void warp_mma(float *c, uint32_t cs, const u32x4 *a, uint32_t as, const u32x4 *b,
+                     uint32_t bs, int half) {
+  float A[16][16], B[16][8];
+  for (uint32_t L = 0; L < 32; L++) {
+    uint32_t g = L >> 2, t = L & 3, r[6];
+    frag_regs(a + L * as, b + L * bs, half, r);
+    uint32_t rows[4] = {g, g + 8, g, g + 8}, cols[4] = {2 * t, 2 * t, 2 * t + 8, 2 * t + 8};
+    UNROLL for (int i = 0; i < 4; i++) {
+      A[rows[i]][cols[i]] = bf16_to_f32((uint16_t)r[i]);
+      A[rows[i]][cols[i] + 1] = bf16_to_f32((uint16_t)(r[i] >> 16));
+    }
+    B[2 * t][g] = bf16_to_f32((uint16_t)r[4]);
+    B[2 * t + 1][g] = bf16_to_f32((uint16_t)(r[4] >> 16));
+    B[2 * t + 8][g] = bf16_to_f32((uint16_t)r[5]);
+    B[2 * t + 9][g] = bf16_to_f32((uint16_t)(r[5] >> 16));
+  }
+  for (uint32_t L = 0; L < 32; L++) {
+    uint32_t g = L >> 2, t = L & 3;
+    float *cl = c + L * cs;
+    UNROLL for (int i = 0; i < 4; i++) {
+      uint32_t m = g + 8 * (i >> 1), n = 2 * t + (i & 1);
+      float s = 0.0f;
+      for (int k = 0; k < 16; k++)
+        s += A[m][k] * B[k][n];
+      cl[i] += s;
+    }
+  }
+}
+#endif
+
+typedef struct moe_task {
+  uint32_t expert, start, count;
+} moe_task;
+
+static inline moe_task task_of(const df_ctx *ctx) {
+  const int32_t *t = (const int32_t *)df_ctx_tensor(ctx, T_TASKS) + 4 * df_ctx_task_coord(ctx, 0);
+  uint32_t n = (uint32_t)t[2];
+  return (moe_task){(uint32_t)t[0], (uint32_t)t[1], n < MOE_TT ? n : MOE_TT};
+}
+
+/* gate_up for one m-tile (16 intermediate columns at `row0` of this rank's
+   shard) and NT n-tiles of tokens. Each pass issues the loads of U k steps
+   before their mma's, so U * 2 KB of weights per warp are in flight. */
+#define GATE_UP_TILE(NT, U)                                                                      \
+  static inline __attribute__((always_inline)) void gate_up_tile_##NT(                         \
+      const df_ctx *ctx, const uint16_t *wg, const uint16_t *wu, const uint16_t *xrow[LANES][8], \
+      uint16_t *out, uint32_t mt) {                                                              \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx;                                                                      \
+    float accg[LANES][NT][4], accu[LANES][NT][4];                                                \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++)                      \
+        accg[Li][j][i] = accu[Li][j][i] = 0.0f;                                                  \
+    for (uint32_t k0 = 0; k0 < MOE_HIDDEN; k0 += 32 * U) {                                       \
+      u32x4 ag[LANES][U][2], au[LANES][U][2], xb[LANES][U][NT];                                  \
+      FOR_LANES(L, Li) {                                                                         \
+        uint32_t g = L >> 2, t = L & 3;                                                          \
+        const uint16_t *pg = wg + (uint64_t)g * MOE_HIDDEN + k0 + 8 * t;                         \
+        const uint16_t *pu = wu + (uint64_t)g * MOE_HIDDEN + k0 + 8 * t;                         \
+        UNROLL for (int u = 0; u < U; u++) {                                                     \
+          ag[Li][u][0] = ld_stream(pg + 32 * u);                                                 \
+          ag[Li][u][1] = ld_stream(pg + 32 * u + 8 * MOE_HIDDEN);                                \
+          au[Li][u][0] = ld_stream(pu + 32 * u);                                                 \
+          au[Li][u][1] = ld_stream(pu + 32 * u + 8 * MOE_HIDDEN);                                \
+        }                                                                                        \
+        UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                  \
+            xb[Li][u][j] = ld_cached(xrow[Li][j] + k0 + 32 * u + 8 * t);                         \
+      }                                                                                          \
+      UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                    \
+          UNROLL for (int half = 0; half < 2; half++) {                                          \
+        warp_mma(accg[0][j], NT * 4, ag[0][u], U * 2, &xb[0][u][j], U * NT, half);               \
+        warp_mma(accu[0][j], NT * 4, au[0][u], U * 2, &xb[0][u][j], U * NT, half);               \
+      }                                                                                          \
+    }                                                                                            \
+    /* h = SiLU(gate) * up -> UpShard[m / 32][token][m % 32] */                                 \
+    FOR_LANES(L, Li) {                                                                           \
+      uint32_t g = L >> 2, t = L & 3;                                                            \
+      UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {                  \
+        uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                    \
+        float h = silu(accg[Li][j][i]) * accu[Li][j][i];                                         \
+        out[((m / 32) * MOE_TT + n) * 32 + m % 32] = f32_to_bf16(h);                             \
+      }                                                                                          \
+    }                                                                                            \
+  }
+_Static_assert(MOE_HIDDEN % (32 * 8) == 0, "hidden must be a multiple of 256 (8 k steps)");
+GATE_UP_TILE(1, 8)
+GATE_UP_TILE(2, 4)
+GATE_UP_TILE(4, 2)
+GATE_UP_TILE(8, 2)
+
+/* n-tiles for `count` tokens, rounded up to 1, 2, 4 or 8. */
+static inline uint32_t ntiles(uint32_t count) {
+  uint32_t nt = (count + 7) / 8;
+  return nt <= 1 ? 1 : nt <= 2 ? 2 : nt <= 4 ? 4 : 8;
+}
+
+void moe_gate_up(const df_ctx *ctx) {
+  moe_task tk = task_of(ctx);
+  if (tk.count == 0)
+    return;
+  uint32_t col0 = df_ctx_range_begin(ctx); /* first intermediate column of this shard */
+  const uint16_t *x = df_ctx_tensor(ctx, T_X);
+  const int32_t *tokens = (const int32_t *)df_ctx_tensor(ctx, T_TOKENS) + tk.start;
+  const uint16_t *wgu = (const uint16_t *)df_ctx_tensor(ctx, T_WGU) +
+                        (uint64_t)tk.expert * 2 * MOE_INTER * MOE_HIDDEN;
+  uint16_t *out = df_ctx_output(ctx);
+  uint32_t nt = ntiles(tk.count), lane_ = LANE_ID(ctx);
+  (void)lane_;
+  /* Token row of each lane's B operand; rows past the count repeat the
+     last token (their columns are computed but never used). */
+  const uint16_t *xrow[LANES][8];
+  FOR_LANES(L, Li)
+  UNROLL for (uint32_t j = 0; j < 8; j++) {
+    uint32_t i = 8 * j + (L >> 2);
+    xrow[Li][j] = x + (uint64_t)tokens[i < tk.count ? i : tk.count - 1] * MOE_HIDDEN;
+  }
+  FOR_WARPS(ctx, w, nw)
+  for (uint32_t mt = w; mt < ISHARD / 16; mt += nw) {
+    const uint16_t *wg = wgu + (uint64_t)(col0 + mt * 16) * MOE_HIDDEN;
+    const uint16_t *wu = wg + (uint64_t)MOE_INTER * MOE_HIDDEN;
+    switch (nt) {
+    case 1: gate_up_tile_1(ctx, wg, wu, xrow, out, mt); break;
+    case 2: gate_up_tile_2(ctx, wg, wu, xrow, out, mt); break;
+    case 4: gate_up_tile_4(ctx, wg, wu, xrow, out, mt); break;
+    default: gate_up_tile_8(ctx, wg, wu, xrow, out, mt); break;
+    }
+  }
+}
+
+/* Where down's results go: the task's token ids and routing weights, the
+   Output columns of this shard. */
+typedef struct out_rows {
+  const int32_t *tokens;
+  const float *weights;
+  float *out;
+  uint32_t count;
+} out_rows;
+
+/* One of the two additions an Output element receives; 0 + a + b is the
+   same float in either order, so the result is deterministic. */
+static inline void add_output(float *o, float v) {
+#if defined(__NVPTX__)
+  __asm__ volatile("red.global.add.f32 [%0], %1;" ::"l"(o), "f"(v) : "memory");
+#else
+  *o += v; /* the host runs one virtual CTA at a time, its threads on disjoint columns */
+#endif
+}
+
+/* down for one m-tile (16 output columns at `mt * 16` of this rank's
+   shard) over the gathered intermediate (MOE_CS parts of ICHUNKS chunks),
+   U chunks' loads issued per pass (U divides ICHUNKS; the parts loop is
+   unrolled: a dynamic index into parts[] would put it in local memory). */
+#define DOWN_TILE(NT, U)                                                                         \
+  static inline __attribute__((always_inline)) void down_tile_##NT(                            \
+      const df_ctx *ctx, const uint16_t *wd, const uint16_t *parts[MOE_CS], const out_rows *rows, \
+      uint32_t mt) {                                                                             \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx;                                                                      \
+    float acc[LANES][NT][4];                                                                     \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) acc[Li][j][i] = 0.0f; \
+    UNROLL for (uint32_t p = 0; p < MOE_CS; p++)                                                 \
+    for (uint32_t lc = 0; lc < ICHUNKS; lc += U) {                                               \
+      const uint16_t *part = parts[p] + lc * MOE_TT * 32;                                        \
+      u32x4 a[LANES][U][2], b[LANES][U][NT];                                                     \
+      FOR_LANES(L, Li) {                                                                         \
+        uint32_t g = L >> 2, t = L & 3;                                                          \
+        const uint16_t *pa = wd + (uint64_t)g * MOE_INTER + (p * ICHUNKS + lc) * 32 + 8 * t;     \
+        UNROLL for (int u = 0; u < U; u++) {                                                     \
+          a[Li][u][0] = ld_stream(pa + 32 * u);                                                  \
+          a[Li][u][1] = ld_stream(pa + 32 * u + 8 * MOE_INTER);                                  \
+        }                                                                                        \
+        UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                  \
+            b[Li][u][j] = ld_slot(part + (u * MOE_TT + 8 * j + g) * 32 + 8 * t);                 \
+      }                                                                                          \
+      UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                    \
+          UNROLL for (int half = 0; half < 2; half++)                                            \
+              warp_mma(acc[0][j], NT * 4, a[0][u], U * 2, &b[0][u][j], U * NT, half);            \
+    }                                                                                            \
+    /* Output[token][col] += weight * y: two additions per element */                           \
+    FOR_LANES(L, Li) {                                                                           \
+      uint32_t g = L >> 2, t = L & 3;                                                            \
+      UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {                  \
+        uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                    \
+        if (n < rows->count)                                                                     \
+          add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                    \
+                     rows->weights[n] * acc[Li][j][i]);                                          \
+      }                                                                                          \
+    }                                                                                            \
+  }
+_Static_assert(ICHUNKS % 6 == 0, "the down unroll factors (6, 3, 2) must divide the chunks");
+DOWN_TILE(1, 6)
+DOWN_TILE(2, 6)
+DOWN_TILE(4, 3)
+DOWN_TILE(8, 2)
+
+void moe_down(const df_ctx *ctx) {
+  moe_task tk = task_of(ctx);
+  uint32_t col0 = df_ctx_range_begin(ctx); /* first output column of this shard */
+  int32_t *done = df_ctx_output(ctx);
+  if (df_ctx_thread(ctx) == 0)
+    UNROLL for (int i = 0; i < 4; i++)
+      done[i] = i == 0 ? (int32_t)tk.count : i == 1 ? (int32_t)col0 : 0;
+  if (tk.count == 0 || df_ctx_input_count(ctx) != MOE_CS)
+    return;
+  const uint16_t *wd = (const uint16_t *)df_ctx_tensor(ctx, T_WD) +
+                       ((uint64_t)tk.expert * MOE_HIDDEN + col0) * MOE_INTER;
+  const uint16_t *parts[MOE_CS];
+  UNROLL for (uint32_t p = 0; p < MOE_CS; p++)
+    parts[p] = df_ctx_input(ctx, p);
+  out_rows rows = {(const int32_t *)df_ctx_tensor(ctx, T_TOKENS) + tk.start,
+                   (const float *)df_ctx_tensor(ctx, T_WEIGHTS) + tk.start,
+                   (float *)df_ctx_tensor(ctx, T_OUTPUT) + col0, tk.count};
+  uint32_t nt = ntiles(tk.count);
+  FOR_WARPS(ctx, w, nw)
+  for (uint32_t mt = w; mt < HSHARD / 16; mt += nw) {
+    const uint16_t *wt = wd + (uint64_t)mt * 16 * MOE_INTER;
+    switch (nt) {
+    case 1: down_tile_1(ctx, wt, parts, &rows, mt); break;
+    case 2: down_tile_2(ctx, wt, parts, &rows, mt); break;
+    case 4: down_tile_4(ctx, wt, parts, &rows, mt); break;
+    default: down_tile_8(ctx, wt, parts, &rows, mt); break;
+    }
+  }
+}

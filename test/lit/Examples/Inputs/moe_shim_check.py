@@ -1,0 +1,45 @@
+"""bench/moe's ctypes shim on libdfrt's fake driver: the calls the GPU
+bench makes, and each refusal. usage: moe_shim_check.py SHIM FAKE_DRIVER
+CARRY (a carry of bench/moe/make_moe_carry.sh with variant c4, t128)."""
+import importlib.util
+import sys
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+root = Path(__file__).resolve().parents[4]
+spec = importlib.util.spec_from_file_location("moe_bench", root / "bench/moe/moe_bench.py")
+mb = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mb)
+shim, fake, carry = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+v = carry / "c4"
+T, ntasks = 128, int((v / "t128/ntasks").read_text())
+ptr = lambda i: 0x10000000 * (i + 1)  # noqa: E731 (the fake driver dereferences nothing)
+tensors = [(ptr(0), "bfloat16", (T, mb.H)), (ptr(1), "bfloat16", (mb.E, 2, mb.I, mb.H)),
+           (ptr(2), "int32", (ntasks, 4)), (ptr(3), "int32", (2 * T,)),
+           (ptr(4), "bfloat16", (mb.E, mb.H, mb.I)), (ptr(5), "float32", (2 * T,)),
+           (ptr(6), "float32", (T, mb.H))]
+
+
+def expect_error(what, fn):
+    try:
+        fn()
+    except RuntimeError as ex:
+        print(f"{what}: {ex}")
+        return
+    print(f"{what}: no error")
+
+
+df = mb.DfMoe(shim, v / "moe.ptx", v / "t128/plan.dfplan", 256, driver=fake)
+df.bind(tensors)
+print("describe:", df.describe())
+expect_error("set 1", lambda: df.run(1, 1000))
+print("hung:", df.hung())
+expect_error("bad dtype", lambda: df.bind(tensors[:6] + [(ptr(6), "float99", (T, mb.H))]))
+for i in range(7):
+    df.bind(tensors)
+expect_error("ninth set", lambda: df.bind(tensors))
+df.close()
+expect_error("missing plan", lambda: mb.DfMoe(shim, v / "moe.ptx", v / "none.dfplan", 256,
+                                               driver=fake))
+expect_error("missing driver", lambda: mb.DfMoe(shim, v / "moe.ptx", v / "t128/plan.dfplan",
+                                                 256, driver="/nonexistent/libcuda.so"))
