@@ -142,7 +142,8 @@ class df_schedule_options(Structure):
                 ("buckets", df_iter_buckets), ("bucket_size", u32),
                 ("exact_lengths", df_exact_lengths), ("transfer_tile_bytes", u32),
                 ("select", c_void_p), ("defer_select", c_bool), ("defer_reduces", c_bool),
-                ("balance_iters", c_bool)]
+                ("balance_iters", c_bool), ("even_split", c_bool),
+                ("even_split_granularity", u32), ("even_split_chunks", u32)]
 
 
 class df_barrier_alloc(Structure):

@@ -97,6 +97,9 @@ def schedule_options(
     transfer_tile_bytes: int = 0,
     defer_reduces: bool = False,
     balance_iters: bool = False,
+    even_split: bool = False,
+    even_split_granularity: int = 0,
+    even_split_chunks: int = 0,
 ) -> tuple:
     """The df_schedule_options of ``schedule``'s keyword arguments, and the
     ctypes arrays they point into (keep both alive while the options are
@@ -159,6 +162,9 @@ def schedule_options(
     o.partial_only = bool(partial_only)
     o.defer_reduces = bool(defer_reduces)  # df extensions (include/df/plan.h)
     o.balance_iters = bool(balance_iters)
+    o.even_split = bool(even_split)
+    o.even_split_granularity = _uint(even_split_granularity, "even_split_granularity")
+    o.even_split_chunks = _uint(even_split_chunks, "even_split_chunks")
     check(lib.df_iter_buckets_parse(_option_text(iter_range_buckets, "iter_range_buckets"),
                                     ctypes.byref(o.buckets)))
     o.bucket_size = 0 if iter_range_bucket_size is None else \
