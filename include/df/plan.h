@@ -413,12 +413,15 @@ typedef struct df_schedule_options {
      fall inside it (pieces need not be block multiples) and one ITER runs
      per piece on its chunk's SM (chunk c: SM c % sm_count with more chunks
      than SMs, else SM c * sm_count / chunks); the task's REDUCE takes one
-     input per piece and runs on the SM of its first piece. block_size
-     only sets the iter variants' bucket size. */
+     input per piece and runs on the SM of its first piece. Each task
+     counts even_split_task_cost extra units ahead of its range (its fixed
+     costs in range units), so chunks of many short tasks hold fewer
+     units of range. block_size only sets the iter variants' bucket size. */
   bool even_split;
   uint32_t even_split_granularity;
   /* at most DF_EVEN_SPLIT_MAX_CHUNKS */
   uint32_t even_split_chunks;
+  uint32_t even_split_task_cost;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */

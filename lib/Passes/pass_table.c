@@ -28,8 +28,9 @@ static const df_pass_info table[] = {
      "      transfer-tile-bytes=N (split transfers into segments of at most N bytes)\n"
      "      target=sm_90|sm_80 shared-memory-limit=BYTES (auto: first strategy that fits)\n"
      "      defer-reduces=BOOL balance-iters=BOOL (df extensions, all_at_once)\n"
-     "      even-split=BOOL even-split-granularity=N even-split-chunks=N (df extension,\n"
-     "      round_robin all_at_once: total range cut into N (default sm-count) even chunks)\n",
+     "      even-split=BOOL even-split-granularity=N even-split-chunks=N\n"
+     "      even-split-task-cost=N (df extension, round_robin all_at_once: the total range,\n"
+     "      plus N units per task, cut into even-split-chunks (default sm-count) even chunks)\n",
      df_create_schedule_pass},
     {"df-select-variants", "choose each instruction's implementation by capability region",
      "      arch=sm_80|sm_90|sm_90a replace=OP=SYMBOL[:tiles=N,length=L,arity=A,dtype=T,\n"

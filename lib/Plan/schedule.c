@@ -394,11 +394,13 @@ static df_status check_options(const df_schedule_options *o) {
   if (o->even_split && o->balance_iters)
     return df_status_errorf(DF_EINVAL, "Dataflow schedule options even_split and balance_iters "
                                        "exclude each other (both place the ITERs)");
-  if (!o->even_split && (o->even_split_granularity || o->even_split_chunks))
+  if (!o->even_split &&
+      (o->even_split_granularity || o->even_split_chunks || o->even_split_task_cost))
     return df_status_errorf(DF_EINVAL,
-                            "Dataflow schedule options even_split_granularity (%u) and "
-                            "even_split_chunks (%u) need even_split",
-                            o->even_split_granularity, o->even_split_chunks);
+                            "Dataflow schedule options even_split_granularity (%u), "
+                            "even_split_chunks (%u) and even_split_task_cost (%u) need even_split",
+                            o->even_split_granularity, o->even_split_chunks,
+                            o->even_split_task_cost);
   if (o->even_split_chunks > DF_EVEN_SPLIT_MAX_CHUNKS)
     return df_status_errorf(DF_EINVAL, "Dataflow even_split_chunks %u exceeds %u",
                             o->even_split_chunks, DF_EVEN_SPLIT_MAX_CHUNKS);

@@ -3,12 +3,15 @@
    (longest first), are cut into `chunks` nearly equal chunks at
    floor(i * total / chunks); each cut moves to the nearest multiple of the
    granularity from its task's start (or to the task's end, whichever is
-   nearer), so the error of one cut never carries into the next. */
+   nearer), so the error of one cut never carries into the next. Each task
+   counts `task_cost` extra units ahead of its range (its fixed costs: a
+   partial, a reduce, a finalize), so chunks of many short tasks hold fewer
+   keys. Positions are 128-bit: tasks x (length + cost) may pass 2^64. */
 #include "schedule_internal.h"
 
-static uint64_t cut_at(uint64_t total, uint32_t chunks, uint32_t i) {
-  return (uint64_t)((unsigned __int128)total * i / chunks);
-}
+typedef unsigned __int128 u128;
+
+static u128 cut_at(u128 total, uint32_t chunks, uint32_t i) { return total * i / chunks; }
 
 /* Chunk c's SM: in turn when there are more chunks than SMs (waves), else
    spread over the SMs. */
@@ -34,9 +37,10 @@ df_status df_sched_even_split(df_sched *s, const uint32_t *order, df_sched_piece
   uint32_t T = r->count;
   uint32_t chunks = s->o->even_split_chunks ? s->o->even_split_chunks : s->topo.sm_count;
   uint32_t g = s->o->even_split_granularity ? s->o->even_split_granularity : 1;
-  uint64_t total = 0;
+  uint32_t cost = s->o->even_split_task_cost;
+  u128 total = 0;
   for (uint32_t t = 0; t < T; t++)
-    total += r->lengths[t];
+    total += (u128)r->lengths[t] + cost;
   /* every cut inside a task adds one piece: at most T + chunks - 1 */
   uint64_t cap = (uint64_t)T + chunks;
   df_sched_piece *pieces = df_alloc(&s->p->alloc, sizeof *pieces * cap);
@@ -47,7 +51,7 @@ df_status df_sched_even_split(df_sched *s, const uint32_t *order, df_sched_piece
     return df_status_errorf(DF_ENOMEM, "out of memory splitting %u tasks into %u chunks", T,
                             chunks);
   }
-  uint64_t pos = 0; /* start of the task in the concatenation */
+  u128 pos = 0; /* start of the task (its cost units) in the concatenation */
   uint32_t c = 0, n = 0;
   for (uint32_t k = 0; k < T; k++) {
     uint32_t len = r->lengths[order[k]], cur = 0;
@@ -58,10 +62,10 @@ df_status df_sched_even_split(df_sched *s, const uint32_t *order, df_sched_piece
       uint32_t e = len;
       bool inside = false;
       if (c + 1 < chunks) {
-        uint64_t cut = cut_at(total, chunks, c + 1) - pos; /* > cur - rounding */
-        if (cut < len) {
+        u128 cut = cut_at(total, chunks, c + 1) - pos; /* > 0: c is past pos */
+        if (cut < (u128)cost + len) {
           inside = true;
-          e = snap(cut, len, g);
+          e = cut <= cost ? 0 : snap((uint64_t)(cut - cost), len, g);
         }
       }
       if (e > cur) {
@@ -71,7 +75,7 @@ df_status df_sched_even_split(df_sched *s, const uint32_t *order, df_sched_piece
       if (inside)
         c++; /* the rest of the task starts the next chunk */
     }
-    pos += len;
+    pos += (u128)cost + len;
   }
   first[T] = n;
   *pieces_out = pieces;

@@ -143,7 +143,8 @@ class df_schedule_options(Structure):
                 ("exact_lengths", df_exact_lengths), ("transfer_tile_bytes", u32),
                 ("select", c_void_p), ("defer_select", c_bool), ("defer_reduces", c_bool),
                 ("balance_iters", c_bool), ("even_split", c_bool),
-                ("even_split_granularity", u32), ("even_split_chunks", u32)]
+                ("even_split_granularity", u32), ("even_split_chunks", u32),
+                ("even_split_task_cost", u32)]
 
 
 class df_barrier_alloc(Structure):

@@ -247,10 +247,13 @@ def test_even_split_reaches_the_c_scheduler():
     with pytest.raises(ValueError, match="even_split and balance_iters exclude each other"):
         df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
                     even_split=True, balance_iters=True)
-    with pytest.raises(ValueError, match="even_split_granularity \\(16\\) and even_split_chunks "
-                                         "\\(0\\) need even_split"):
+    with pytest.raises(ValueError, match="even_split_task_cost \\(5\\) need even_split"):
         df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
-                    even_split_granularity=16)
+                    even_split_task_cost=5)
+    costed = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 300, 37]},
+                         block_size=128, even_split=True, even_split_granularity=16,
+                         even_split_task_cost=200)
+    assert [i.task_range for i in costed.instructions][:2] == [(0, 64), (64, 300)]
     with pytest.raises(TypeError, match="even_split_chunks must be an int"):
         df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
                     even_split=True, even_split_chunks=2.5)

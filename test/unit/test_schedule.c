@@ -322,6 +322,32 @@ static void even_split_cuts_total_evenly(void **state) {
     }
   assert_int_equal(found, 1);
   df_plan_destroy(p);
+  /* task cost 200: total 1037, cuts at 259, 518, 777 of (200 + 300)(200 +
+     100)(200 + 37): task 1 is split at key 64 (59 rounded), the cut at 518
+     falls in task 0's cost units (chunk 1 gets no key of it), the cut at
+     777 splits task 0 at key 80 (77 rounded) */
+  o.even_split_chunks = 0;
+  o.even_split_task_cost = 200;
+  o.even_split_granularity = 16;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  static const want_instr wc[] = {
+      {DF_INSTR_ITER, 1, 0, 0, 64, 0, {0}, 0},    {DF_INSTR_ITER, 1, 1, 64, 300, 0, {0}, 1},
+      {DF_INSTR_REDUCE, 1, 0, 0, 0, 2, {0, 1}, 2}, {DF_INSTR_FINALIZE, 1, 0, 0, 0, 1, {2}, S},
+      {DF_INSTR_ITER, 0, 2, 0, 80, 0, {0}, 3},    {DF_INSTR_ITER, 0, 3, 80, 100, 0, {0}, 4},
+      {DF_INSTR_REDUCE, 0, 2, 0, 0, 2, {3, 4}, 5}, {DF_INSTR_FINALIZE, 0, 2, 0, 0, 1, {5}, S},
+      {DF_INSTR_ITER, 2, 3, 0, 37, 0, {0}, 6},
+  };
+  for (uint32_t i = 0; i < N(wc); i++)
+    if (p->instrs[i].op != wc[i].op || p->instrs[i].task != wc[i].task ||
+        p->instrs[i].sm != wc[i].sm || p->instrs[i].range_begin != wc[i].b ||
+        p->instrs[i].range_end != wc[i].e) {
+      print_error("instruction %u: %s task %u sm %u %u-%u\n", i,
+                  df_instr_op_name(p->instrs[i].op), p->instrs[i].task, p->instrs[i].sm,
+                  p->instrs[i].range_begin, p->instrs[i].range_end);
+      fail();
+    }
+  df_plan_destroy(p);
+  o.even_split_task_cost = 0;
   /* 2 chunks on 4 SMs: SMs 0 and 2 */
   o.even_split_chunks = 2;
   assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
@@ -352,6 +378,7 @@ static void even_split_tiles_ranges(void **state) {
     o.topology.cluster_size = 1;
     o.even_split_granularity = round % 2 ? 16 : 1;
     o.even_split_chunks = round % 4 == 3 ? 2 * o.topology.sm_count + 1 : 0;
+    o.even_split_task_cost = round % 5 == 4 ? 300 : 0;
     uint32_t chunks = o.even_split_chunks ? o.even_split_chunks : o.topology.sm_count;
     df_plan *p;
     assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
@@ -372,7 +399,7 @@ static void even_split_tiles_ranges(void **state) {
     for (uint32_t t = 0; t < n; t++)
       assert_int_equal(next[t], kv[t]);
     assert_true(iters <= n + chunks - 1);
-    if (chunks == o.topology.sm_count && o.even_split_granularity == 1)
+    if (chunks == o.topology.sm_count && o.even_split_granularity == 1 && !o.even_split_task_cost)
       for (uint32_t sm = 0; sm < o.topology.sm_count; sm++)
         assert_true(load[sm] <= total / chunks + 2 && load[sm] + 2 >= total / chunks);
     df_plan_destroy(p);
@@ -406,12 +433,17 @@ static void even_split_errors(void **state) {
   o.even_split = false;
   st = df_schedule(prog, &o, &p);
   assert_int_equal(st.code, DF_EINVAL);
-  assert_non_null(strstr(st.message, "even_split_granularity (16) and even_split_chunks (0) "
-                                     "need even_split"));
+  assert_non_null(strstr(st.message, "even_split_granularity (16), even_split_chunks (0) and "
+                                     "even_split_task_cost (0) need even_split"));
   o.even_split_granularity = 0;
   o.even_split_chunks = 3;
   st = df_schedule(prog, &o, &p);
-  assert_non_null(strstr(st.message, "even_split_chunks (3) need even_split"));
+  assert_non_null(strstr(st.message, "even_split_chunks (3) and"));
+  o.even_split_chunks = 0;
+  o.even_split_task_cost = 7;
+  st = df_schedule(prog, &o, &p);
+  assert_non_null(strstr(st.message, "even_split_task_cost (7) need even_split"));
+  o.even_split_task_cost = 0;
   o.even_split = true;
   o.even_split_chunks = DF_EVEN_SPLIT_MAX_CHUNKS + 1;
   st = df_schedule(prog, &o, &p);
