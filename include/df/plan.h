@@ -422,6 +422,15 @@ typedef struct df_schedule_options {
   /* at most DF_EVEN_SPLIT_MAX_CHUNKS */
   uint32_t even_split_chunks;
   uint32_t even_split_task_cost;
+  /* df extension (0: off, else at least 2; all_at_once only): a task's
+     REDUCE takes at most this many inputs. While it would take more,
+     consecutive runs of its inputs (ceil(n / fan_in) runs, sizes within
+     one, in range order) are first combined by a REDUCE on the SM of the
+     run's first input (a reduce tree, levels as needed); the reducer must
+     accept its own output as an input (associative, as an LSE combine).
+     The receives a reduce waits for in turn drop from n to about
+     fan_in per level. */
+  uint32_t reduce_fan_in;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */

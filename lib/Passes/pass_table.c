@@ -30,7 +30,8 @@ static const df_pass_info table[] = {
      "      defer-reduces=BOOL balance-iters=BOOL (df extensions, all_at_once)\n"
      "      even-split=BOOL even-split-granularity=N even-split-chunks=N\n"
      "      even-split-task-cost=N (df extension, round_robin all_at_once: the total range,\n"
-     "      plus N units per task, cut into even-split-chunks (default sm-count) even chunks)\n",
+     "      plus N units per task, cut into even-split-chunks (default sm-count) even chunks)\n"
+     "      reduce-fan-in=N (df extension, all_at_once: reduce trees of at most N inputs)\n",
      df_create_schedule_pass},
     {"df-select-variants", "choose each instruction's implementation by capability region",
      "      arch=sm_80|sm_90|sm_90a replace=OP=SYMBOL[:tiles=N,length=L,arity=A,dtype=T,\n"

@@ -226,6 +226,34 @@ static df_status defer_reduces(df_sched *s) {
   return df_status_ok();
 }
 
+/* reduce_fan_in: while a task has more than fan_in inputs, consecutive
+   runs of them (ceil(n / fan_in) runs, sizes within one) are combined by a
+   REDUCE on the SM of the run's first input; a run of one passes through.
+   Rewrites slots/instrs/sms in place and returns the final input count. */
+static uint32_t reduce_levels(df_sched *s, uint32_t t, int32_t rtype, uint32_t *slots,
+                              uint32_t *instrs, uint32_t *sms, uint32_t n) {
+  uint32_t fan_in = s->o->reduce_fan_in;
+  while (n > fan_in) {
+    uint32_t groups = (n + fan_in - 1) / fan_in;
+    for (uint32_t g = 0; g < groups; g++) {
+      uint32_t b = (uint32_t)((uint64_t)g * n / groups);
+      uint32_t e = (uint32_t)((uint64_t)(g + 1) * n / groups);
+      uint32_t sm = sms[b], slot = slots[b], instr = instrs[b];
+      if (e - b > 1) {
+        slot = df_sched_slot(s, t, rtype, DF_ROLE_REDUCED, s->p->instr_count);
+        instr = df_sched_instr(s, DF_INSTR_REDUCE, t, sm, s->reduce, slots + b, e - b, slot);
+        for (uint32_t i = b; i < e; i++)
+          if (sms[i] != sm)
+            df_sched_transfer(s, instrs[i], instr, slots[i], slots[i], sms[i], sm, 1, t + 1,
+                              false);
+      }
+      slots[g] = slot, instrs[g] = instr, sms[g] = sm; /* g <= b: read already */
+    }
+    n = groups;
+  }
+  return n;
+}
+
 /* Pieces of each task: its blocks, or the even split's pieces. */
 typedef struct task_pieces {
   df_sched_piece *pieces; /* even_split only */
@@ -259,9 +287,12 @@ df_status df_schedule_all_at_once(df_sched *s) {
     max_blocks = nb > max_blocks ? nb : max_blocks;
   }
   uint64_t tasks = r->count;
-  df_status st = df_sched_reserve(s, blocks + (reduce ? tasks * (1 + fin) : 0),
-                                  blocks + (reduce ? tasks : 0), reduce ? 2 * blocks : 0,
-                                  reduce ? blocks + tasks * fin : 0);
+  /* reduce_fan_in: fewer inner reduces than inputs, each input moved once */
+  uint64_t inner = reduce && s->o->reduce_fan_in ? blocks : 0;
+  df_status st = df_sched_reserve(s, blocks + inner + (reduce ? tasks * (1 + fin) : 0),
+                                  blocks + inner + (reduce ? tasks : 0),
+                                  reduce ? 2 * (blocks + inner) : 0,
+                                  reduce ? blocks + inner + tasks * fin : 0);
   if (!df_failed(&st))
     st = df_sched_buf(s, 3 * max_blocks);
   int32_t ptype = s->prog->stages[s->partial].type;
@@ -305,6 +336,8 @@ df_status df_schedule_all_at_once(df_sched *s) {
     }
     if (!reduce)
       continue;
+    if (s->o->reduce_fan_in)
+      nb = reduce_levels(s, t, rtype, slots, iters, sms, nb);
     uint32_t red_sm = sms[0];
     uint32_t red_slot = df_sched_slot(s, t, rtype, DF_ROLE_REDUCED, s->p->instr_count);
     uint32_t red = df_sched_instr(s, DF_INSTR_REDUCE, t, red_sm, s->reduce, slots, nb, red_slot);
@@ -391,6 +424,9 @@ static df_status check_options(const df_schedule_options *o) {
                             "Dataflow transfer_tile_bytes %u must be a multiple of %u (the "
                             "bulk-copy granule)",
                             o->transfer_tile_bytes, DF_SLOT_ALIGN);
+  if (o->reduce_fan_in == 1)
+    return df_status_errorf(DF_EINVAL, "Dataflow reduce_fan_in must be 0 (no limit) or at least "
+                                       "2, got 1");
   if (o->even_split && o->balance_iters)
     return df_status_errorf(DF_EINVAL, "Dataflow schedule options even_split and balance_iters "
                                        "exclude each other (both place the ITERs)");
@@ -449,6 +485,11 @@ static df_status check_policy(const df_sched *s) {
     return df_status_errorf(DF_EINVAL,
                             "Dataflow schedule options defer_reduces and balance_iters need reduce "
                             "strategy 'all_at_once', got '%s'",
+                            df_reduce_strategy_name(o->strategy));
+  if (o->reduce_fan_in && o->strategy != DF_REDUCE_ALL_AT_ONCE)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow schedule option reduce_fan_in needs reduce strategy "
+                            "'all_at_once', got '%s'",
                             df_reduce_strategy_name(o->strategy));
   if (o->balance_iters && o->policy != DF_POLICY_ROUND_ROBIN)
     return df_status_errorf(DF_EINVAL,

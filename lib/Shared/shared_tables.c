@@ -48,6 +48,7 @@ static const df_shared_entry layouts[] = {
     OFF(df_schedule_options, defer_reduces), OFF(df_schedule_options, balance_iters),
     OFF(df_schedule_options, even_split), OFF(df_schedule_options, even_split_granularity),
     OFF(df_schedule_options, even_split_chunks), OFF(df_schedule_options, even_split_task_cost),
+    OFF(df_schedule_options, reduce_fan_in),
     SIZE(df_barrier_alloc), SIZE(df_layout_options), SIZE(df_handler), OFF(df_handler, symbol),
     OFF(df_handler, impl), OFF(df_handler, parts),
     SIZE(df_named_index), SIZE(df_launch_package), OFF(df_launch_package, needs_flag_reset),

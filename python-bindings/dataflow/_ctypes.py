@@ -144,7 +144,7 @@ class df_schedule_options(Structure):
                 ("select", c_void_p), ("defer_select", c_bool), ("defer_reduces", c_bool),
                 ("balance_iters", c_bool), ("even_split", c_bool),
                 ("even_split_granularity", u32), ("even_split_chunks", u32),
-                ("even_split_task_cost", u32)]
+                ("even_split_task_cost", u32), ("reduce_fan_in", u32)]
 
 
 class df_barrier_alloc(Structure):

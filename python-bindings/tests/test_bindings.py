@@ -250,6 +250,12 @@ def test_even_split_reaches_the_c_scheduler():
     with pytest.raises(ValueError, match="even_split_task_cost \\(5\\) need even_split"):
         df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
                     even_split_task_cost=5)
+    tree = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 40]},
+                       block_size=16, reduce_fan_in=3)
+    assert [len(i.input_slots) for i in tree.instructions if i.opcode.value == "reduce"] == [2, 2, 3, 3, 3]
+    with pytest.raises(ValueError, match="reduce_fan_in must be 0 \\(no limit\\) or at least 2"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    reduce_fan_in=1)
     costed = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 300, 37]},
                          block_size=128, even_split=True, even_split_granularity=16,
                          even_split_task_cost=200)

@@ -452,6 +452,59 @@ static void even_split_errors(void **state) {
   df_program_destroy(prog);
 }
 
+/* reduce_fan_in = 3: a task of 7 blocks (100 keys, block 16) reduces its
+   blocks in runs of 2, 2, 3 (on the SMs of their first blocks) and then
+   the 3 results; a task of 3 blocks keeps one reduce. Fan-in 1 and other
+   strategies are refused. */
+static void reduce_fan_in_builds_trees(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  static const uint32_t kv[2] = {100, 40};
+  df_schedule_options o = df_schedule_options_default();
+  o.topology.sm_count = 4;
+  o.topology.cluster_size = 2;
+  o.block_size = 16;
+  o.range_count = 1;
+  o.ranges[0] = (df_range_lengths){.axis = "kv", .count = 2, .lengths = kv};
+  o.reduce_fan_in = 3;
+  df_plan *p;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  static const want_instr w[] = {
+      {DF_INSTR_ITER, 0, 0, 0, 16, 0, {0}, 0},       {DF_INSTR_ITER, 0, 1, 16, 32, 0, {0}, 1},
+      {DF_INSTR_ITER, 0, 2, 32, 48, 0, {0}, 2},      {DF_INSTR_ITER, 0, 3, 48, 64, 0, {0}, 3},
+      {DF_INSTR_ITER, 0, 0, 64, 80, 0, {0}, 4},      {DF_INSTR_ITER, 0, 1, 80, 96, 0, {0}, 5},
+      {DF_INSTR_ITER, 0, 2, 96, 100, 0, {0}, 6},     {DF_INSTR_REDUCE, 0, 0, 0, 0, 2, {0, 1}, 7},
+      {DF_INSTR_REDUCE, 0, 2, 0, 0, 2, {2, 3}, 8},   {DF_INSTR_REDUCE, 0, 0, 0, 0, 3, {4, 5, 6}, 9},
+      {DF_INSTR_REDUCE, 0, 0, 0, 0, 3, {7, 8, 9}, 10}, {DF_INSTR_FINALIZE, 0, 0, 0, 0, 1, {10}, S},
+      {DF_INSTR_ITER, 1, 3, 0, 16, 0, {0}, 11},      {DF_INSTR_ITER, 1, 0, 16, 32, 0, {0}, 12},
+      {DF_INSTR_ITER, 1, 1, 32, 40, 0, {0}, 13},     {DF_INSTR_REDUCE, 1, 3, 0, 0, 3, {11, 12, 13}, 14},
+      {DF_INSTR_FINALIZE, 1, 3, 0, 0, 1, {14}, S},   {DF_INSTR_EXIT, S, 0, 0, 0, 0, {0}, S},
+      {DF_INSTR_EXIT, S, 1, 0, 0, 0, {0}, S},        {DF_INSTR_EXIT, S, 2, 0, 0, 0, {0}, S},
+      {DF_INSTR_EXIT, S, 3, 0, 0, 0, {0}, S},
+  };
+  check_instrs(p, w, N(w));
+  /* instruction 8's result moves SM 2 -> 0 over HBM into instruction 10 */
+  bool moved = false;
+  for (uint32_t i = 0; i < p->comm_count; i++)
+    if (p->comms[i].kind == DF_COMM_HBM_RECV && p->comms[i].src_instr == 8 &&
+        p->comms[i].dst_instr == 10 && p->comms[i].src_slot == 8)
+      moved = true;
+  assert_true(moved);
+  df_plan_destroy(p);
+  o.reduce_fan_in = 1;
+  df_status st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "reduce_fan_in must be 0 (no limit) or at least 2, got 1"));
+  o.reduce_fan_in = 2;
+  o.policy = DF_POLICY_CLUSTER_LOCAL;
+  o.strategy = DF_REDUCE_STREAMING;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "reduce_fan_in needs reduce strategy 'all_at_once', got "
+                                     "'streaming'"));
+  df_program_destroy(prog);
+}
+
 static void make_plan_handlers(void **state) {
   (void)state;
   df_plan *p = seed_make_plan();
@@ -1435,6 +1488,7 @@ int main(void) {
       cmocka_unit_test(even_split_cuts_total_evenly),
       cmocka_unit_test(even_split_tiles_ranges),
       cmocka_unit_test(even_split_errors),
+      cmocka_unit_test(reduce_fan_in_builds_trees),
       cmocka_unit_test(make_plan_handlers),
       cmocka_unit_test(reshared_plan_instructions_and_slots),
       cmocka_unit_test(reshared_plan_comms_queues_handlers),
