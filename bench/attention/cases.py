@@ -191,6 +191,15 @@ def cases():
                 even_opts(SMS // 2, False))
             alt(".even264", "even 264 + defer", EVEN_GRAN, even_model(tl, 2 * SMS, True),
                 even_opts(2 * SMS, True))
+            # reduce trees (df-schedule reduce-fan-in; not modelled): the
+            # same placements with at most 4 inputs per reduce
+            alt(".fan4", "rr + fan-in 4", c["block"], None, c["opts"] + " reduce-fan-in=4")
+            alt(".even.fan4", "even + fan-in 4", EVEN_GRAN, None,
+                even_opts(SMS, False) + " reduce-fan-in=4")
+            alt(".even264.fan4", "even 264 + defer + fan-in 4", EVEN_GRAN, None,
+                even_opts(2 * SMS, True) + " reduce-fan-in=4")
+        if c["name"] == "s16":
+            alt(".fan4", "balanced + fan-in 4", c["block"], None, c["opts"] + " reduce-fan-in=4")
     return out
 
 
@@ -220,4 +229,5 @@ if __name__ == "__main__":
         print(f"{c['name']}: B={len(c['lens'])} tokens={c['tokens']} lmax={c['lmax']} "
               f"block={c['block']} {c['schedule']} model={c['model_us']:.1f}us kv={c['kv_bytes']/1e6:.1f}MB")
         for a in c["alts"]:
-            print(f"  {a['name']}: {a['schedule']} block={a['block']} model={a['model_us']:.1f}us")
+            model = "-" if a["model_us"] is None else f"{a['model_us']:.1f}us"
+            print(f"  {a['name']}: {a['schedule']} block={a['block']} model={model}")
