@@ -4,7 +4,8 @@ ctypes mirrors) against PyTorch SDPA, measured in one process and one run.
 
 usage: bench.py CARRY_DIR [OUT_DIR]
   CARRY_DIR from bench/attention/make_carry.sh (cases.json, NAME.ptx,
-  NAME.dfplan); libdfrt.so from $DF_RT_LIB_DIR (bench/attention/run.sh
+  NAME.dfplan for each case and each of its alternative plans, which run
+  on the case's inputs and share its baselines); libdfrt.so from $DF_RT_LIB_DIR (bench/attention/run.sh
   builds it). Prints one table; writes results.json and the table to OUT_DIR.
 
 Per case: random fp16 Q [B][32][128], K/V [B][LMAX][8][128] (torch.randn,
@@ -218,24 +219,12 @@ def run_case(c, carry: Path, copy_bw):
            "block": c["block"], "schedule": c.get("schedule", "rr"), "kv_bytes": c["kv_bytes"],
            "lens": lens}
     res["floor_us"] = c["kv_bytes"] / copy_bw * 1e6
-
-    dfk = DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", c["block"])
-    try:
-        idx = [dfk.bind(list(s)) for s in sets]
-        o0 = sets[0][3]
-        runs = []
-        for _ in range(2):
-            o0.fill_(float("nan"))
-            dfk.launch(idx[0])
-            torch.cuda.synchronize()
-            runs.append(o0.clone())
-        res["df_err"] = (runs[0] - ref).abs().max().item()
-        res["df_nan"] = bool(torch.isnan(runs[0]).any().item())
-        res["df_deterministic"] = bool(torch.equal(runs[0], runs[1]))
-        res["df_us"] = timed([lambda i=i: dfk.launch(i) for i in idx])
-    finally:
-        torch.cuda.synchronize()
-        dfk.close()
+    # The case's plan, then its alternative plans (other schedules of the
+    # same lengths), each on the same input sets.
+    plans = [res] + [dict(res, name=a["name"], block=a["block"], schedule=a["schedule"])
+                     for a in c.get("alts", [])]
+    for r in plans:
+        measure_df(r, carry, sets, ref)
 
     def err_of(out):
         if isinstance(out, list):
@@ -262,9 +251,35 @@ def run_case(c, carry: Path, copy_bw):
     if ok:
         best = min(ok, key=ok.get)
         res["best"], res["best_us"] = best, ok[best]
+    for r in plans[1:]:
+        for k in ("baselines", "best", "best_us"):
+            if k in res:
+                r[k] = res[k]
     del sets, ref
     torch.cuda.empty_cache()
-    return res
+    return plans
+
+
+def measure_df(res, carry: Path, sets, ref):
+    """df's time, error and determinism for the plan res['name'] (fills res)."""
+    name = res["name"]
+    dfk = DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", res["block"])
+    try:
+        idx = [dfk.bind(list(s)) for s in sets]
+        o0 = sets[0][3]
+        runs = []
+        for _ in range(2):
+            o0.fill_(float("nan"))
+            dfk.launch(idx[0])
+            torch.cuda.synchronize()
+            runs.append(o0.clone())
+        res["df_err"] = (runs[0] - ref).abs().max().item()
+        res["df_nan"] = bool(torch.isnan(runs[0]).any().item())
+        res["df_deterministic"] = bool(torch.equal(runs[0], runs[1]))
+        res["df_us"] = timed([lambda i=i: dfk.launch(i) for i in idx])
+    finally:
+        torch.cuda.synchronize()
+        dfk.close()
 
 
 def table(results, copy_bw, copy_us):
@@ -305,10 +320,11 @@ def main():
     copy_bw, copy_us = copy_bandwidth()
     results = []
     for c in cases:
-        r = run_case(c, carry, copy_bw)
-        results.append(r)
-        print(f"{r['name']}: df {r['df_us']:.1f} us, err {r['df_err']:.1e}, det {r['df_deterministic']}, "
-              f"best {r.get('best')} {r.get('best_us', float('nan')):.1f} us", flush=True)
+        for r in run_case(c, carry, copy_bw):
+            results.append(r)
+            print(f"{r['name']}: df {r['df_us']:.1f} us, err {r['df_err']:.1e}, "
+                  f"det {r['df_deterministic']}, best {r.get('best')} "
+                  f"{r.get('best_us', float('nan')):.1f} us", flush=True)
     (out / "results.json").write_text(json.dumps({"copy_bw": copy_bw, "cases": results}, indent=1))
     t = table(results, copy_bw, copy_us)
     (out / "table.md").write_text(t + "\n")

@@ -4,7 +4,10 @@ each: sequence lengths from fixed seeds, and a range block size plus
 placement chosen by replaying df's all_at_once schedules (REFERENCE 2.4
 round_robin; df-schedule defer-reduces and balance-iters) with a simple cost
 model (an SM streams its share of ~4 TB/s; fixed costs per partial, reduce
-and HBM edge) and taking the smallest modelled makespan.
+and HBM edge) and taking the smallest modelled makespan; every plan's reduces take at
+most FAN_IN inputs (reduce trees, not modelled). Each case also lists
+alternative plans (`alts`: df-schedule even-split, and round_robin for the
+skewed batches) that bench.py measures on the same inputs.
 
 usage: cases.py OUT.json   (also prints one line per case)"""
 import heapq
@@ -55,9 +58,47 @@ def place(task_lens, block, balance):
     return queues
 
 
-def makespan(task_lens, block, balance, defer):
-    """Modelled time (us) and the largest per-CTA slot bytes of the plan."""
-    queues = place(task_lens, block, balance)
+def place_even(task_lens, chunks, gran, cost):
+    """Per-SM queues of df-schedule even-split (lib/Plan/schedule_even_split.c):
+    tasks longest first laid end to end, each as `cost` units then its keys,
+    cut into `chunks` equal chunks, each cut moved to the nearest multiple of
+    `gran` in its task (or its end; a cut in the cost units to its start)."""
+    queues = [[] for _ in range(SMS)]
+    order = sorted(range(len(task_lens)), key=lambda t: (-task_lens[t], t))
+    total = sum(task_lens) + cost * len(task_lens)
+    cut = [total * i // chunks for i in range(chunks + 1)]
+    sm_of = (lambda c: c % SMS) if chunks > SMS else (lambda c: c * SMS // chunks)
+    pos, c = 0, 0
+    for t in order:
+        n, cur, pieces = task_lens[t], 0, []
+        while c + 1 < chunks and cut[c + 1] <= pos:
+            c += 1
+        while cur < n:
+            e, inside = n, False
+            if c + 1 < chunks and cut[c + 1] - pos < cost + n:
+                inside = True
+                x = cut[c + 1] - pos - cost
+                if x <= 0:
+                    e = 0
+                else:
+                    down = x // gran * gran
+                    m = down if x - down <= down + gran - x else down + gran
+                    e = n if m >= n or n - x < abs(m - x) else m
+            if e > cur:
+                queues[sm_of(c)].append(("iter", t, len(pieces), e - cur))
+                pieces.append(sm_of(c))
+                cur = e
+            if inside:
+                c += 1
+        queues[pieces[0]].append(("reduce", t, pieces))
+        pos += cost + n
+    return queues
+
+
+def makespan(task_lens, block, balance, defer, even=None):
+    """Modelled time (us) and the largest per-CTA slot bytes of the plan
+    (even = (chunks, granularity, task cost) for even-split)."""
+    queues = place_even(task_lens, *even) if even else place(task_lens, block, balance)
     if defer:
         queues = [[op for op in q if op[0] == "iter"] + [op for op in q if op[0] == "reduce"]
                   for q in queues]
@@ -122,22 +163,67 @@ def cases():
     r = random.Random(1032)
     add("s32", [min(32768, max(16, int(r.lognormvariate(math.log(1024), 1.2)))) for _ in range(32)],
         "skewed B=32: log-normal (median 1K, sigma 1.2, synthetic chat-like; seed 1032)")
-    # Variants for the analysis (bench/README.md): the skewed batches with the
-    # reference's round_robin placement and queue order.
-    for base in [c for c in out if c["name"] in ("s16", "s64", "s32")]:
-        out.append(dict(base, name=base["name"] + ".rr", schedules=("rr",),
-                        what=base["what"] + "; round_robin, reduces in emission order"))
     for c in out:
         lens = c["lens"]
         c["lmax"] = 1 << max(12, math.ceil(math.log2(max(lens))))
         tl = [n for n in lens for _ in range(HKV)]
-        c["block"], c["schedule"], c["model_us"] = choose(tl, c.pop("schedules", tuple(SCHEDULES)),
-                                                          c.pop("blocks", None))
-        c["balance"], c["defer"] = SCHEDULES[c["schedule"]]
-        c.setdefault("cflags", "")
+        c["block"], c["schedule"], c["model_us"] = choose(tl)
+        # reduce trees of at most FAN_IN inputs (a no-op where reduces take
+        # fewer): run E, u1x128k 179 -> 163 us, s16 137 -> 129 us
+        c["opts"] = sched_opts(*SCHEDULES[c["schedule"]]) + f" reduce-fan-in={FAN_IN}"
+        c["cflags"] = ""
         c["tokens"] = sum(lens)
         c["kv_bytes"] = sum(lens) * HKV * ROW_BYTES
+        # Alternative plans, measured on the case's inputs next to its plan
+        # (bench/README.md): even-split for every case; the skewed batches
+        # with the reference's round_robin placement and queue order.
+        alts = c["alts"] = []
+
+        def alt(suffix, schedule, block, model_us, opts):
+            alts.append({"name": c["name"] + suffix, "schedule": schedule, "block": block,
+                         "model_us": model_us, "opts": opts})
+        alt(".even", "even", EVEN_GRAN, even_model(tl, SMS, False), even_opts(SMS, False))
+        if c["name"].startswith("s"):
+            block, _, t = choose(tl, ("rr",))
+            alt(".rr", "rr", block, t, sched_opts(False, False))
+        if c["name"] in ("u1x128k", "s16"):
+            # the same plan with one reduce per task taking every partial
+            alt(".fan0", c["schedule"] + ", one reduce", c["block"], c["model_us"],
+                sched_opts(*SCHEDULES[c["schedule"]]))
+        if c["name"] == "u1x128k":
+            # fewer, longer pieces (66 SMs, ~8 inputs per reduce) and twice as
+            # many (two waves, ~33 inputs per reduce): how much the
+            # reduce's input count costs
+            alt(".even66", "even 66", EVEN_GRAN, even_model(tl, SMS // 2, False),
+                even_opts(SMS // 2, False))
+            alt(".even264", "even 264 + defer", EVEN_GRAN, even_model(tl, 2 * SMS, True),
+                even_opts(2 * SMS, True))
+            # even-split with reduce trees (df-schedule reduce-fan-in; not
+            # modelled)
+            alt(".even.fan4", "even + fan-in 4", EVEN_GRAN, None,
+                even_opts(SMS, False) + f" reduce-fan-in={FAN_IN}")
+            alt(".even264.fan4", "even 264 + defer + fan-in 4", EVEN_GRAN, None,
+                even_opts(2 * SMS, True) + f" reduce-fan-in={FAN_IN}")
     return out
+
+
+FAN_IN = 4        # most inputs per reduce (df-schedule reduce-fan-in)
+EVEN_GRAN = 16    # keys: the partial handler's warp step
+EVEN_COST = 256   # keys per task: ~ITER_US + reduce + finalize of an SM's stream
+
+
+def even_model(task_lens, chunks, defer):
+    return makespan(task_lens, EVEN_GRAN, False, defer, (chunks, EVEN_GRAN, EVEN_COST))[0]
+
+
+def sched_opts(balance, defer):
+    """df-schedule options (beyond the common ones) of an all_at_once schedule."""
+    return f"balance-iters={str(balance).lower()} defer-reduces={str(defer).lower()}"
+
+
+def even_opts(chunks, defer):
+    return (f"even-split=true even-split-granularity={EVEN_GRAN} even-split-chunks={chunks} "
+            f"even-split-task-cost={EVEN_COST} defer-reduces={str(defer).lower()}")
 
 
 if __name__ == "__main__":
@@ -147,3 +233,6 @@ if __name__ == "__main__":
     for c in cs:
         print(f"{c['name']}: B={len(c['lens'])} tokens={c['tokens']} lmax={c['lmax']} "
               f"block={c['block']} {c['schedule']} model={c['model_us']:.1f}us kv={c['kv_bytes']/1e6:.1f}MB")
+        for a in c["alts"]:
+            model = "-" if a["model_us"] is None else f"{a['model_us']:.1f}us"
+            print(f"  {a['name']}: {a['schedule']} block={a['block']} model={model}")

@@ -6,7 +6,8 @@
 # examples/attention_gqa/attention_gqa_handlers.c with GQA_LMAX = the case's
 # KV capacity. Plans: 132 SMs, cluster 2, all_at_once with the placement the
 # model of cases.py prefers (round_robin, + defer-reduces, + balance-iters),
-# per-CTA shared layout, HBM staging copies.
+# per-CTA shared layout, HBM staging copies; plus each case's alternative
+# plans (cases.json "alts": even-split, round_robin), same kernel.
 # usage: bench/attention/make_carry.sh DIR    (then, on the GPU machine:
 #        bash bench/attention/run.sh DIR OUT)
 set -euo pipefail
@@ -24,16 +25,17 @@ python3 - "$dir/cases.json" >"$tmp/list" <<'PY'
 import json, sys
 for c in json.load(open(sys.argv[1])):
     per_task = ",".join(str(n) for n in c["lens"] for _ in range(8))
-    print(c["name"], c["lmax"], c["block"], str(c["balance"]).lower(), str(c["defer"]).lower(),
-          c["cflags"] or "-", len(c["lens"]), per_task)
+    for p in [c] + c.get("alts", []):
+        print(p["name"], c["lmax"], p["block"], c["cflags"] or "-", len(c["lens"]), per_task,
+              p["opts"])
 PY
-while read -r name lmax block balance defer extra seqs lens; do
+while read -r name lmax block extra seqs lens opts; do
   [ "$extra" = - ] && extra=""
   bc="$tmp/gqa_$lmax${extra//[^A-Za-z0-9]/_}.bc"
   # shellcheck disable=SC2086 # extra: compiler flags of a variant
   [ -e "$bc" ] || clang-22 "${cflags[@]}" -DGQA_LMAX="${lmax}u" $extra "$gqa/attention_gqa_handlers.c" -o "$bc"
   "$bin/df-opt" "$gqa/attention_gqa.mlir" \
-    --df-schedule="sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once balance-iters=$balance defer-reduces=$defer" \
+    --df-schedule="sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once $opts" \
     --df-layout-slots="per-cta-shared=true" -o "$tmp/$name.mlir"
   "$bin/df-translate" --df-to-ptx --df-link="$bc" "$tmp/$name.mlir" -o "$dir/$name.ptx"
   "$bin/df-translate" --df-to-plan "$tmp/$name.mlir" -o "$dir/$name.dfplan"

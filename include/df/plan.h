@@ -364,6 +364,10 @@ typedef struct df_range_lengths {
   const uint32_t *offsets; /* NULL: none */
 } df_range_lengths;
 
+/* Most chunks of an even split (df_schedule_options.even_split_chunks): a
+   plan holds up to task count + chunks ITERs. */
+#define DF_EVEN_SPLIT_MAX_CHUNKS (1u << 20)
+
 typedef struct df_schedule_options {
   df_topology topology;
   uint32_t block_size;
@@ -400,6 +404,33 @@ typedef struct df_schedule_options {
      SM with the fewest range units placed so far (ties: lower SM) instead
      of the next SM in turn, so skewed lengths spread evenly. */
   bool balance_iters;
+  /* df extension (off by default; round_robin all_at_once only, not with
+     balance_iters): stream-K style split. The summed range units of all
+     tasks, tasks longest first (ties: lower id), are cut into
+     even_split_chunks (0: sm_count) nearly equal chunks; each cut moves to
+     the nearest multiple of even_split_granularity (0: 1) from its task's
+     start, or to the task's end. A task's range is split at the cuts that
+     fall inside it (pieces need not be block multiples) and one ITER runs
+     per piece on its chunk's SM (chunk c: SM c % sm_count with more chunks
+     than SMs, else SM c * sm_count / chunks); the task's REDUCE takes one
+     input per piece and runs on the SM of its first piece. Each task
+     counts even_split_task_cost extra units ahead of its range (its fixed
+     costs in range units), so chunks of many short tasks hold fewer
+     units of range. block_size only sets the iter variants' bucket size. */
+  bool even_split;
+  uint32_t even_split_granularity;
+  /* at most DF_EVEN_SPLIT_MAX_CHUNKS */
+  uint32_t even_split_chunks;
+  uint32_t even_split_task_cost;
+  /* df extension (0: off, else at least 2; all_at_once only): a task's
+     REDUCE takes at most this many inputs. While it would take more,
+     consecutive runs of its inputs (ceil(n / fan_in) runs, sizes within
+     one, in range order) are first combined by a REDUCE on the SM of the
+     run's first input (a reduce tree, levels as needed); the reducer must
+     accept its own output as an input (associative, as an LSE combine).
+     The receives a reduce waits for in turn drop from n to about
+     fan_in per level. */
+  uint32_t reduce_fan_in;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */

@@ -27,7 +27,11 @@ static const df_pass_info table[] = {
      "      iter-range-bucket-size=N iter-range-exact-lengths=l,l\n"
      "      transfer-tile-bytes=N (split transfers into segments of at most N bytes)\n"
      "      target=sm_90|sm_80 shared-memory-limit=BYTES (auto: first strategy that fits)\n"
-     "      defer-reduces=BOOL balance-iters=BOOL (df extensions, all_at_once)\n",
+     "      defer-reduces=BOOL balance-iters=BOOL (df extensions, all_at_once)\n"
+     "      even-split=BOOL even-split-granularity=N even-split-chunks=N\n"
+     "      even-split-task-cost=N (df extension, round_robin all_at_once: the total range,\n"
+     "      plus N units per task, cut into even-split-chunks (default sm-count) even chunks)\n"
+     "      reduce-fan-in=N (df extension, all_at_once: reduce trees of at most N inputs)\n",
      df_create_schedule_pass},
     {"df-select-variants", "choose each instruction's implementation by capability region",
      "      arch=sm_80|sm_90|sm_90a replace=OP=SYMBOL[:tiles=N,length=L,arity=A,dtype=T,\n"

@@ -95,6 +95,13 @@ static df_status set_schedule_option(void *opts, const char *key, const char *va
   if (!strcmp(key, "partial-only")) return df_option_bool(key, value, &o->partial_only);
   if (!strcmp(key, "defer-reduces")) return df_option_bool(key, value, &o->defer_reduces);
   if (!strcmp(key, "balance-iters")) return df_option_bool(key, value, &o->balance_iters);
+  if (!strcmp(key, "even-split")) return df_option_bool(key, value, &o->even_split);
+  if (!strcmp(key, "even-split-granularity"))
+    return df_option_u32(key, value, &o->even_split_granularity);
+  if (!strcmp(key, "even-split-chunks")) return df_option_u32(key, value, &o->even_split_chunks);
+  if (!strcmp(key, "reduce-fan-in")) return df_option_u32(key, value, &o->reduce_fan_in);
+  if (!strcmp(key, "even-split-task-cost"))
+    return df_option_u32(key, value, &o->even_split_task_cost);
   if (!strcmp(key, "iter-range-buckets")) return df_iter_buckets_parse(value, &o->buckets);
   if (!strcmp(key, "iter-range-bucket-size")) return df_option_u32(key, value, &o->bucket_size);
   if (!strcmp(key, "iter-range-exact-lengths"))

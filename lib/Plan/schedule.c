@@ -195,7 +195,8 @@ static bool longer_task(const void *ctx, uint32_t a, uint32_t b) {
   return len[a] != len[b] ? len[a] > len[b] : a < b;
 }
 
-/* Task emission order: ids, or longest first with balance_iters. */
+/* Task emission order: ids, or longest first with balance_iters or
+   even_split. */
 static df_status task_order(df_sched *s, uint32_t **out) {
   const df_range_lengths *r = s->range;
   uint32_t n = r->count ? r->count : 1;
@@ -204,7 +205,7 @@ static df_status task_order(df_sched *s, uint32_t **out) {
     return df_status_errorf(DF_ENOMEM, "out of memory ordering %u tasks", r->count);
   for (uint32_t t = 0; t < r->count; t++)
     v[t] = t;
-  if (s->o->balance_iters)
+  if (s->o->balance_iters || s->o->even_split)
     df_sort_idx(v, r->count, v + n, longer_task, r->lengths);
   *out = v;
   return df_status_ok();
@@ -225,50 +226,101 @@ static df_status defer_reduces(df_sched *s) {
   return df_status_ok();
 }
 
+/* reduce_fan_in: while a task has more than fan_in inputs, consecutive
+   runs of them (ceil(n / fan_in) runs, sizes within one) are combined by a
+   REDUCE on the SM of the run's first input; a run of one passes through.
+   Rewrites slots/instrs/sms in place and returns the final input count. */
+static uint32_t reduce_levels(df_sched *s, uint32_t t, int32_t rtype, uint32_t *slots,
+                              uint32_t *instrs, uint32_t *sms, uint32_t n) {
+  uint32_t fan_in = s->o->reduce_fan_in;
+  while (n > fan_in) {
+    uint32_t groups = (n + fan_in - 1) / fan_in;
+    for (uint32_t g = 0; g < groups; g++) {
+      uint32_t b = (uint32_t)((uint64_t)g * n / groups);
+      uint32_t e = (uint32_t)((uint64_t)(g + 1) * n / groups);
+      uint32_t sm = sms[b], slot = slots[b], instr = instrs[b];
+      if (e - b > 1) {
+        slot = df_sched_slot(s, t, rtype, DF_ROLE_REDUCED, s->p->instr_count);
+        instr = df_sched_instr(s, DF_INSTR_REDUCE, t, sm, s->reduce, slots + b, e - b, slot);
+        for (uint32_t i = b; i < e; i++)
+          if (sms[i] != sm)
+            df_sched_transfer(s, instrs[i], instr, slots[i], slots[i], sms[i], sm, 1, t + 1,
+                              false);
+      }
+      slots[g] = slot, instrs[g] = instr, sms[g] = sm; /* g <= b: read already */
+    }
+    n = groups;
+  }
+  return n;
+}
+
+/* Pieces of each task: its blocks, or the even split's pieces. */
+typedef struct task_pieces {
+  df_sched_piece *pieces; /* even_split only */
+  uint32_t *first;        /* by emission position */
+} task_pieces;
+
+static uint32_t piece_count(const df_sched *s, const task_pieces *tp, uint32_t k, uint32_t t) {
+  return tp->pieces ? tp->first[k + 1] - tp->first[k] : df_sched_blocks(s, s->range->lengths[t]);
+}
+
 df_status df_schedule_all_at_once(df_sched *s) {
   const df_range_lengths *r = s->range;
   bool rr = s->o->policy == DF_POLICY_ROUND_ROBIN;
   bool reduce = !s->o->partial_only && s->reduce >= 0;
   bool fin = reduce && s->finalize >= 0;
+  uint32_t *order = NULL;
+  task_pieces tp = {NULL, NULL};
+  DF_TRY(task_order(s, &order));
+  if (rr && s->o->even_split) {
+    df_status st = df_sched_even_split(s, order, &tp.pieces, &tp.first);
+    if (df_failed(&st)) {
+      df_free(&s->p->alloc, order);
+      return st;
+    }
+  }
   uint64_t blocks = 0;
   uint32_t max_blocks = 0;
-  for (uint32_t t = 0; t < r->count; t++) {
-    uint32_t nb = df_sched_blocks(s, r->lengths[t]);
+  for (uint32_t k = 0; k < r->count; k++) {
+    uint32_t nb = piece_count(s, &tp, k, order[k]);
     blocks += nb;
     max_blocks = nb > max_blocks ? nb : max_blocks;
   }
   uint64_t tasks = r->count;
-  DF_TRY(df_sched_reserve(s, blocks + (reduce ? tasks * (1 + fin) : 0),
-                          blocks + (reduce ? tasks : 0), reduce ? 2 * blocks : 0,
-                          reduce ? blocks + tasks * fin : 0));
-  DF_TRY(df_sched_buf(s, 3 * max_blocks));
+  /* reduce_fan_in: fewer inner reduces than inputs, each input moved once */
+  uint64_t inner = reduce && s->o->reduce_fan_in ? blocks : 0;
+  df_status st = df_sched_reserve(s, blocks + inner + (reduce ? tasks * (1 + fin) : 0),
+                                  blocks + inner + (reduce ? tasks : 0),
+                                  reduce ? 2 * (blocks + inner) : 0,
+                                  reduce ? blocks + inner + tasks * fin : 0);
+  if (!df_failed(&st))
+    st = df_sched_buf(s, 3 * max_blocks);
   int32_t ptype = s->prog->stages[s->partial].type;
   int32_t rtype = reduce ? s->prog->stages[s->reduce].type : -1;
   uint32_t cluster_count = df_topology_cluster_count(&s->topo);
   uint32_t next_iter_sm = 0; /* not reset between tasks */
   bool balance = rr && s->o->balance_iters;
-  uint32_t *order = NULL;
   sm_load *heap = NULL;
-  DF_TRY(task_order(s, &order));
-  if (balance) {
+  if (balance && !df_failed(&st)) {
     heap = df_alloc(&s->p->alloc, sizeof *heap * s->topo.sm_count);
-    if (!heap) {
-      df_free(&s->p->alloc, order);
-      return df_status_errorf(DF_ENOMEM, "out of memory balancing %u SMs", s->topo.sm_count);
-    }
-    for (uint32_t sm = 0; sm < s->topo.sm_count; sm++)
+    if (!heap)
+      st = df_status_errorf(DF_ENOMEM, "out of memory balancing %u SMs", s->topo.sm_count);
+    for (uint32_t sm = 0; heap && sm < s->topo.sm_count; sm++)
       heap[sm] = (sm_load){0, sm}; /* sorted, hence a heap */
   }
-  for (uint32_t k = 0; k < r->count; k++) {
+  for (uint32_t k = 0; k < r->count && !df_failed(&st); k++) {
     uint32_t t = order[k];
-    uint32_t len = r->lengths[t], nb = df_sched_blocks(s, len);
+    uint32_t len = r->lengths[t], nb = piece_count(s, &tp, k, t);
     uint32_t *slots = s->buf, *iters = s->buf + nb, *sms = s->buf + 2 * nb;
     uint32_t first, size;
     df_sched_cluster_sms(s, t % cluster_count, &first, &size);
     for (uint32_t i = 0; i < nb; i++) {
       uint32_t sm;
       uint32_t b = i * s->block, e = len - b < s->block ? len : b + s->block;
-      if (balance) {
+      if (tp.pieces) {
+        const df_sched_piece *pc = &tp.pieces[tp.first[k] + i];
+        b = pc->b, e = pc->e, sm = pc->sm;
+      } else if (balance) {
         sm = heap[0].sm;
         heap[0].units += e - b;
         sm_heap_down(heap, s->topo.sm_count, 0);
@@ -284,6 +336,8 @@ df_status df_schedule_all_at_once(df_sched *s) {
     }
     if (!reduce)
       continue;
+    if (s->o->reduce_fan_in)
+      nb = reduce_levels(s, t, rtype, slots, iters, sms, nb);
     uint32_t red_sm = sms[0];
     uint32_t red_slot = df_sched_slot(s, t, rtype, DF_ROLE_REDUCED, s->p->instr_count);
     uint32_t red = df_sched_instr(s, DF_INSTR_REDUCE, t, red_sm, s->reduce, slots, nb, red_slot);
@@ -295,6 +349,9 @@ df_status df_schedule_all_at_once(df_sched *s) {
   }
   df_free(&s->p->alloc, heap);
   df_free(&s->p->alloc, order);
+  df_free(&s->p->alloc, tp.pieces);
+  df_free(&s->p->alloc, tp.first);
+  DF_TRY(st);
   if (s->o->defer_reduces && reduce)
     return defer_reduces(s);
   return df_status_ok();
@@ -367,6 +424,22 @@ static df_status check_options(const df_schedule_options *o) {
                             "Dataflow transfer_tile_bytes %u must be a multiple of %u (the "
                             "bulk-copy granule)",
                             o->transfer_tile_bytes, DF_SLOT_ALIGN);
+  if (o->reduce_fan_in == 1)
+    return df_status_errorf(DF_EINVAL, "Dataflow reduce_fan_in must be 0 (no limit) or at least "
+                                       "2, got 1");
+  if (o->even_split && o->balance_iters)
+    return df_status_errorf(DF_EINVAL, "Dataflow schedule options even_split and balance_iters "
+                                       "exclude each other (both place the ITERs)");
+  if (!o->even_split &&
+      (o->even_split_granularity || o->even_split_chunks || o->even_split_task_cost))
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow schedule options even_split_granularity (%u), "
+                            "even_split_chunks (%u) and even_split_task_cost (%u) need even_split",
+                            o->even_split_granularity, o->even_split_chunks,
+                            o->even_split_task_cost);
+  if (o->even_split_chunks > DF_EVEN_SPLIT_MAX_CHUNKS)
+    return df_status_errorf(DF_EINVAL, "Dataflow even_split_chunks %u exceeds %u",
+                            o->even_split_chunks, DF_EVEN_SPLIT_MAX_CHUNKS);
   if (o->buckets.enabled)
     DF_TRY(check_sorted_list(o->buckets.values, o->buckets.count, "iter_range_buckets"));
   return check_sorted_list(o->exact_lengths.values, o->exact_lengths.count,
@@ -413,11 +486,22 @@ static df_status check_policy(const df_sched *s) {
                             "Dataflow schedule options defer_reduces and balance_iters need reduce "
                             "strategy 'all_at_once', got '%s'",
                             df_reduce_strategy_name(o->strategy));
+  if (o->reduce_fan_in && o->strategy != DF_REDUCE_ALL_AT_ONCE)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow schedule option reduce_fan_in needs reduce strategy "
+                            "'all_at_once', got '%s'",
+                            df_reduce_strategy_name(o->strategy));
   if (o->balance_iters && o->policy != DF_POLICY_ROUND_ROBIN)
     return df_status_errorf(DF_EINVAL,
                             "Dataflow schedule option balance_iters needs scheduler policy "
                             "'round_robin', got '%s'",
                             df_policy_name(o->policy));
+  if (o->even_split && (o->policy != DF_POLICY_ROUND_ROBIN ||
+                        o->strategy != DF_REDUCE_ALL_AT_ONCE))
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow schedule option even_split needs scheduler policy "
+                            "'round_robin' and reduce strategy 'all_at_once', got '%s' and '%s'",
+                            df_policy_name(o->policy), df_reduce_strategy_name(o->strategy));
   if (o->policy == DF_POLICY_ROUND_ROBIN && o->strategy != DF_REDUCE_ALL_AT_ONCE)
     return df_status_errorf(DF_EINVAL,
                             "Dataflow scheduler policy 'round_robin' supports reduce strategies "

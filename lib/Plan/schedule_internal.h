@@ -80,6 +80,17 @@ static inline void df_sched_cluster_sms(const df_sched *s, uint32_t c, uint32_t 
   *count = end - *first;
 }
 
+/* One ITER of an even split: task-local range [b, e) on `sm`. */
+typedef struct df_sched_piece {
+  uint32_t b, e, sm;
+} df_sched_piece;
+
+/* even_split pieces of the tasks in `order` (r->count of them): task
+   order[k] has pieces[first[k] .. first[k + 1]) in range order. Both
+   arrays come from the plan allocator; the caller frees them. */
+df_status df_sched_even_split(df_sched *s, const uint32_t *order, df_sched_piece **pieces,
+                              uint32_t **first);
+
 df_status df_schedule_all_at_once(df_sched *s);
 df_status df_schedule_streaming(df_sched *s);
 df_status df_schedule_streaming_tree(df_sched *s);

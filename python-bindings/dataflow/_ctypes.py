@@ -174,8 +174,10 @@ class df_schedule_options(Structure):
                 ("include_exit", c_bool), ("force_hbm_comms", c_bool), ("partial_only", c_bool),
                 ("buckets", df_iter_buckets), ("bucket_size", u32),
                 ("exact_lengths", df_exact_lengths), ("transfer_tile_bytes", u32),
-                ("select", POINTER(df_select_options)), ("defer_select", c_bool),
-                ("defer_reduces", c_bool), ("balance_iters", c_bool)]
+                ("select", POINTER(df_select_options)), ("defer_select", c_bool), ("defer_reduces", c_bool),
+                ("balance_iters", c_bool), ("even_split", c_bool),
+                ("even_split_granularity", u32), ("even_split_chunks", u32),
+                ("even_split_task_cost", u32), ("reduce_fan_in", u32)]
 
 
 class df_barrier_alloc(Structure):

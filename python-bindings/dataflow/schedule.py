@@ -99,6 +99,11 @@ def schedule_options(
     balance_iters: bool = False,
     arch: str | None = None,
     replacements=None,
+    even_split: bool = False,
+    even_split_granularity: int = 0,
+    even_split_chunks: int = 0,
+    even_split_task_cost: int = 0,
+    reduce_fan_in: int = 0,
 ) -> tuple:
     """The df_schedule_options of ``schedule``'s keyword arguments, and the
     ctypes arrays they point into (keep both alive while the options are
@@ -167,6 +172,11 @@ def schedule_options(
     o.partial_only = bool(partial_only)
     o.defer_reduces = bool(defer_reduces)  # df extensions (include/df/plan.h)
     o.balance_iters = bool(balance_iters)
+    o.even_split = bool(even_split)
+    o.even_split_granularity = _uint(even_split_granularity, "even_split_granularity")
+    o.even_split_chunks = _uint(even_split_chunks, "even_split_chunks")
+    o.even_split_task_cost = _uint(even_split_task_cost, "even_split_task_cost")
+    o.reduce_fan_in = _uint(reduce_fan_in, "reduce_fan_in")
     check(lib.df_iter_buckets_parse(_option_text(iter_range_buckets, "iter_range_buckets"),
                                     ctypes.byref(o.buckets)))
     o.bucket_size = 0 if iter_range_bucket_size is None else \

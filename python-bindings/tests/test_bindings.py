@@ -231,6 +231,40 @@ def test_schedule_df_extensions_reach_the_c_scheduler():
                     scheduler_policy="cluster_local", balance_iters=True)
 
 
+def test_even_split_reaches_the_c_scheduler():
+    """even_split (include/df/plan.h): 100 + 300 + 37 keys cut into 4 chunks of ~109, each cut
+    moved to a multiple of 16 in its task; sub-options and errors pass through."""
+    topology = df.GPUTopology(sm_count=4, cluster_size=2)
+    plan = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 300, 37]},
+                       block_size=128, even_split=True, even_split_granularity=16)
+    iters = [(i.task_id, i.sm_id, *i.task_range) for i in plan.instructions
+             if i.opcode.value == "iter"]
+    assert iters == [(1, 0, 0, 112), (1, 1, 112, 224), (1, 2, 224, 300), (0, 2, 0, 32),
+                     (0, 3, 32, 100), (2, 3, 0, 37)]
+    waves = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 300, 37]},
+                        block_size=128, even_split=True, even_split_chunks=8)
+    assert [i.task_range for i in waves.instructions][:2] == [(0, 54), (54, 109)]
+    with pytest.raises(ValueError, match="even_split and balance_iters exclude each other"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    even_split=True, balance_iters=True)
+    with pytest.raises(ValueError, match="even_split_task_cost \\(5\\) need even_split"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    even_split_task_cost=5)
+    tree = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 40]},
+                       block_size=16, reduce_fan_in=3)
+    assert [len(i.input_slots) for i in tree.instructions if i.opcode.value == "reduce"] == [2, 2, 3, 3, 3]
+    with pytest.raises(ValueError, match="reduce_fan_in must be 0 \\(no limit\\) or at least 2"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    reduce_fan_in=1)
+    costed = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 300, 37]},
+                         block_size=128, even_split=True, even_split_granularity=16,
+                         even_split_task_cost=200)
+    assert [i.task_range for i in costed.instructions][:2] == [(0, 64), (64, 300)]
+    with pytest.raises(TypeError, match="even_split_chunks must be an int"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    even_split=True, even_split_chunks=2.5)
+
+
 # ---- the Python path packs what the tools pack ------------------------------------------------
 
 def _seed_plan():

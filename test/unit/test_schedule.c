@@ -257,6 +257,254 @@ static void balance_iters_places_by_load(void **state) {
   df_program_destroy(prog);
 }
 
+/* even_split: lengths 100, 300, 37 (total 437) on 4 SMs, granularity 16:
+   cuts at 109, 218, 327 of the longest-first concatenation (300, 100, 37)
+   move to 112 and 224 in task 1 and to 32 in task 0, so the SMs stream
+   112, 112, 108 and 105 keys; each reduce takes one input per piece. */
+static df_schedule_options even_options(const uint32_t *kv, uint32_t n) {
+  df_schedule_options o = df_schedule_options_default();
+  o.topology.sm_count = 4;
+  o.topology.cluster_size = 2;
+  o.block_size = 128;
+  o.range_count = 1;
+  o.ranges[0] = (df_range_lengths){.axis = "kv", .count = n, .lengths = kv};
+  o.even_split = true;
+  o.even_split_granularity = 16;
+  return o;
+}
+
+static void even_split_cuts_total_evenly(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  static const uint32_t kv[3] = {100, 300, 37};
+  df_schedule_options o = even_options(kv, 3);
+  df_plan *p;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  static const want_instr w[] = {
+      {DF_INSTR_ITER, 1, 0, 0, 112, 0, {0}, 0},
+      {DF_INSTR_ITER, 1, 1, 112, 224, 0, {0}, 1},
+      {DF_INSTR_ITER, 1, 2, 224, 300, 0, {0}, 2},
+      {DF_INSTR_REDUCE, 1, 0, 0, 0, 3, {0, 1, 2}, 3},
+      {DF_INSTR_FINALIZE, 1, 0, 0, 0, 1, {3}, S},
+      {DF_INSTR_ITER, 0, 2, 0, 32, 0, {0}, 4},
+      {DF_INSTR_ITER, 0, 3, 32, 100, 0, {0}, 5},
+      {DF_INSTR_REDUCE, 0, 2, 0, 0, 2, {4, 5}, 6},
+      {DF_INSTR_FINALIZE, 0, 2, 0, 0, 1, {6}, S},
+      {DF_INSTR_ITER, 2, 3, 0, 37, 0, {0}, 7},
+      {DF_INSTR_REDUCE, 2, 3, 0, 0, 1, {7}, 8},
+      {DF_INSTR_FINALIZE, 2, 3, 0, 0, 1, {8}, S},
+      {DF_INSTR_EXIT, S, 0, 0, 0, 0, {0}, S},
+      {DF_INSTR_EXIT, S, 1, 0, 0, 0, {0}, S},
+      {DF_INSTR_EXIT, S, 2, 0, 0, 0, {0}, S},
+      {DF_INSTR_EXIT, S, 3, 0, 0, 0, {0}, S},
+  };
+  check_instrs(p, w, N(w));
+  /* SM 1 -> 0 in cluster 0, SM 2 -> 0 over HBM, SM 3 -> 2 in cluster 1 */
+  static const want_comm c[] = {
+      {DF_COMM_CLUSTER_SEND, 1, 3, 1, 1, 1, 0, 0, 1}, {DF_COMM_CLUSTER_RECV, 1, 3, 1, 1, 1, 0, 1, 1},
+      {DF_COMM_HBM_SEND, 2, 3, 2, 2, 2, 0, S, 2},     {DF_COMM_HBM_RECV, 2, 3, 2, 2, 2, 0, S, 2},
+      {DF_COMM_CLUSTER_SEND, 6, 7, 5, 5, 3, 2, 0, 1}, {DF_COMM_CLUSTER_RECV, 6, 7, 5, 5, 3, 2, 1, 1},
+  };
+  check_comms(p, c, N(c));
+  df_plan_destroy(p);
+  /* 8 chunks on 4 SMs: two waves, chunk c on SM c % 4 (cuts 54, 109, ...) */
+  o.even_split_chunks = 8;
+  o.even_split_granularity = 0;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  assert_int_equal(p->instrs[0].range_end, 54);
+  assert_int_equal(p->instrs[1].sm, 1);
+  uint32_t found = 0;
+  for (uint32_t i = 0; i < p->instr_count; i++)
+    if (p->instrs[i].op == DF_INSTR_ITER && p->instrs[i].range_begin == 327 - 300 &&
+        p->instrs[i].task == 0) {
+      assert_int_equal(p->instrs[i].sm, 2); /* chunk 6 */
+      found++;
+    }
+  assert_int_equal(found, 1);
+  df_plan_destroy(p);
+  /* task cost 200: total 1037, cuts at 259, 518, 777 of (200 + 300)(200 +
+     100)(200 + 37): task 1 is split at key 64 (59 rounded), the cut at 518
+     falls in task 0's cost units (chunk 1 gets no key of it), the cut at
+     777 splits task 0 at key 80 (77 rounded) */
+  o.even_split_chunks = 0;
+  o.even_split_task_cost = 200;
+  o.even_split_granularity = 16;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  static const want_instr wc[] = {
+      {DF_INSTR_ITER, 1, 0, 0, 64, 0, {0}, 0},    {DF_INSTR_ITER, 1, 1, 64, 300, 0, {0}, 1},
+      {DF_INSTR_REDUCE, 1, 0, 0, 0, 2, {0, 1}, 2}, {DF_INSTR_FINALIZE, 1, 0, 0, 0, 1, {2}, S},
+      {DF_INSTR_ITER, 0, 2, 0, 80, 0, {0}, 3},    {DF_INSTR_ITER, 0, 3, 80, 100, 0, {0}, 4},
+      {DF_INSTR_REDUCE, 0, 2, 0, 0, 2, {3, 4}, 5}, {DF_INSTR_FINALIZE, 0, 2, 0, 0, 1, {5}, S},
+      {DF_INSTR_ITER, 2, 3, 0, 37, 0, {0}, 6},
+  };
+  for (uint32_t i = 0; i < N(wc); i++)
+    if (p->instrs[i].op != wc[i].op || p->instrs[i].task != wc[i].task ||
+        p->instrs[i].sm != wc[i].sm || p->instrs[i].range_begin != wc[i].b ||
+        p->instrs[i].range_end != wc[i].e) {
+      print_error("instruction %u: %s task %u sm %u %u-%u\n", i,
+                  df_instr_op_name(p->instrs[i].op), p->instrs[i].task, p->instrs[i].sm,
+                  p->instrs[i].range_begin, p->instrs[i].range_end);
+      fail();
+    }
+  df_plan_destroy(p);
+  o.even_split_task_cost = 0;
+  /* 2 chunks on 4 SMs: SMs 0 and 2 */
+  o.even_split_chunks = 2;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  for (uint32_t i = 0; i < p->instr_count; i++)
+    if (p->instrs[i].op == DF_INSTR_ITER)
+      assert_true(p->instrs[i].sm == 0 || p->instrs[i].sm == 2);
+  df_plan_destroy(p);
+  df_program_destroy(prog);
+}
+
+/* Every task's pieces tile its range in order, the SMs' loads stay within
+   one granule (plus a task tail) of the even share, and the ITER count is
+   at most tasks + chunks - 1; random lengths and chunk counts. */
+static void even_split_tiles_ranges(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  uint32_t kv[40], seedv = 12345;
+  for (int round = 0; round < 60; round++) {
+    uint32_t n = 1 + round % 40;
+    uint64_t total = 0;
+    for (uint32_t t = 0; t < n; t++) {
+      seedv = seedv * 1103515245u + 12345u;
+      kv[t] = 1 + (seedv >> 8) % (round % 3 ? 5000 : 40);
+      total += kv[t];
+    }
+    df_schedule_options o = even_options(kv, n);
+    o.topology.sm_count = 7 + round % 5;
+    o.topology.cluster_size = 1;
+    o.even_split_granularity = round % 2 ? 16 : 1;
+    o.even_split_chunks = round % 4 == 3 ? 2 * o.topology.sm_count + 1 : 0;
+    o.even_split_task_cost = round % 5 == 4 ? 300 : 0;
+    uint32_t chunks = o.even_split_chunks ? o.even_split_chunks : o.topology.sm_count;
+    df_plan *p;
+    assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+    uint32_t next[40] = {0}, iters = 0;
+    uint64_t load[16] = {0};
+    for (uint32_t i = 0; i < p->instr_count; i++) {
+      const df_instr *in = &p->instrs[i];
+      if (in->op != DF_INSTR_ITER)
+        continue;
+      iters++;
+      assert_int_equal(in->range_begin, next[in->task]);
+      assert_true(in->range_end > in->range_begin);
+      next[in->task] = in->range_end;
+      load[in->sm] += in->range_end - in->range_begin;
+      if (o.even_split_granularity == 16 && in->range_begin)
+        assert_int_equal(in->range_begin % 16, 0);
+    }
+    for (uint32_t t = 0; t < n; t++)
+      assert_int_equal(next[t], kv[t]);
+    assert_true(iters <= n + chunks - 1);
+    if (chunks == o.topology.sm_count && o.even_split_granularity == 1 && !o.even_split_task_cost)
+      for (uint32_t sm = 0; sm < o.topology.sm_count; sm++)
+        assert_true(load[sm] <= total / chunks + 2 && load[sm] + 2 >= total / chunks);
+    df_plan_destroy(p);
+  }
+  df_program_destroy(prog);
+}
+
+/* even_split: round_robin all_at_once only, not with balance_iters; its
+   sub-options need it; at most DF_EVEN_SPLIT_MAX_CHUNKS chunks. */
+static void even_split_errors(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  static const uint32_t kv[2] = {100, 300};
+  df_schedule_options o = even_options(kv, 2);
+  df_plan *p;
+  o.policy = DF_POLICY_CLUSTER_LOCAL;
+  df_status st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "even_split needs scheduler policy 'round_robin' and "
+                                     "reduce strategy 'all_at_once', got 'cluster_local'"));
+  o.strategy = DF_REDUCE_STREAMING;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "got 'cluster_local' and 'streaming'"));
+  o = even_options(kv, 2);
+  o.balance_iters = true;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "even_split and balance_iters exclude each other"));
+  o = even_options(kv, 2);
+  o.even_split = false;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "even_split_granularity (16), even_split_chunks (0) and "
+                                     "even_split_task_cost (0) need even_split"));
+  o.even_split_granularity = 0;
+  o.even_split_chunks = 3;
+  st = df_schedule(prog, &o, &p);
+  assert_non_null(strstr(st.message, "even_split_chunks (3) and"));
+  o.even_split_chunks = 0;
+  o.even_split_task_cost = 7;
+  st = df_schedule(prog, &o, &p);
+  assert_non_null(strstr(st.message, "even_split_task_cost (7) need even_split"));
+  o.even_split_task_cost = 0;
+  o.even_split = true;
+  o.even_split_chunks = DF_EVEN_SPLIT_MAX_CHUNKS + 1;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "even_split_chunks 1048577 exceeds 1048576"));
+  df_program_destroy(prog);
+}
+
+/* reduce_fan_in = 3: a task of 7 blocks (100 keys, block 16) reduces its
+   blocks in runs of 2, 2, 3 (on the SMs of their first blocks) and then
+   the 3 results; a task of 3 blocks keeps one reduce. Fan-in 1 and other
+   strategies are refused. */
+static void reduce_fan_in_builds_trees(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  static const uint32_t kv[2] = {100, 40};
+  df_schedule_options o = df_schedule_options_default();
+  o.topology.sm_count = 4;
+  o.topology.cluster_size = 2;
+  o.block_size = 16;
+  o.range_count = 1;
+  o.ranges[0] = (df_range_lengths){.axis = "kv", .count = 2, .lengths = kv};
+  o.reduce_fan_in = 3;
+  df_plan *p;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  static const want_instr w[] = {
+      {DF_INSTR_ITER, 0, 0, 0, 16, 0, {0}, 0},       {DF_INSTR_ITER, 0, 1, 16, 32, 0, {0}, 1},
+      {DF_INSTR_ITER, 0, 2, 32, 48, 0, {0}, 2},      {DF_INSTR_ITER, 0, 3, 48, 64, 0, {0}, 3},
+      {DF_INSTR_ITER, 0, 0, 64, 80, 0, {0}, 4},      {DF_INSTR_ITER, 0, 1, 80, 96, 0, {0}, 5},
+      {DF_INSTR_ITER, 0, 2, 96, 100, 0, {0}, 6},     {DF_INSTR_REDUCE, 0, 0, 0, 0, 2, {0, 1}, 7},
+      {DF_INSTR_REDUCE, 0, 2, 0, 0, 2, {2, 3}, 8},   {DF_INSTR_REDUCE, 0, 0, 0, 0, 3, {4, 5, 6}, 9},
+      {DF_INSTR_REDUCE, 0, 0, 0, 0, 3, {7, 8, 9}, 10}, {DF_INSTR_FINALIZE, 0, 0, 0, 0, 1, {10}, S},
+      {DF_INSTR_ITER, 1, 3, 0, 16, 0, {0}, 11},      {DF_INSTR_ITER, 1, 0, 16, 32, 0, {0}, 12},
+      {DF_INSTR_ITER, 1, 1, 32, 40, 0, {0}, 13},     {DF_INSTR_REDUCE, 1, 3, 0, 0, 3, {11, 12, 13}, 14},
+      {DF_INSTR_FINALIZE, 1, 3, 0, 0, 1, {14}, S},   {DF_INSTR_EXIT, S, 0, 0, 0, 0, {0}, S},
+      {DF_INSTR_EXIT, S, 1, 0, 0, 0, {0}, S},        {DF_INSTR_EXIT, S, 2, 0, 0, 0, {0}, S},
+      {DF_INSTR_EXIT, S, 3, 0, 0, 0, {0}, S},
+  };
+  check_instrs(p, w, N(w));
+  /* instruction 8's result moves SM 2 -> 0 over HBM into instruction 10 */
+  bool moved = false;
+  for (uint32_t i = 0; i < p->comm_count; i++)
+    if (p->comms[i].kind == DF_COMM_HBM_RECV && p->comms[i].src_instr == 8 &&
+        p->comms[i].dst_instr == 10 && p->comms[i].src_slot == 8)
+      moved = true;
+  assert_true(moved);
+  df_plan_destroy(p);
+  o.reduce_fan_in = 1;
+  df_status st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "reduce_fan_in must be 0 (no limit) or at least 2, got 1"));
+  o.reduce_fan_in = 2;
+  o.policy = DF_POLICY_CLUSTER_LOCAL;
+  o.strategy = DF_REDUCE_STREAMING;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "reduce_fan_in needs reduce strategy 'all_at_once', got "
+                                     "'streaming'"));
+  df_program_destroy(prog);
+}
+
 static void make_plan_handlers(void **state) {
   (void)state;
   df_plan *p = seed_make_plan();
@@ -1237,6 +1485,10 @@ int main(void) {
       cmocka_unit_test(make_plan_comms_and_queues),
       cmocka_unit_test(defer_reduces_moves_iters_first),
       cmocka_unit_test(balance_iters_places_by_load),
+      cmocka_unit_test(even_split_cuts_total_evenly),
+      cmocka_unit_test(even_split_tiles_ranges),
+      cmocka_unit_test(even_split_errors),
+      cmocka_unit_test(reduce_fan_in_builds_trees),
       cmocka_unit_test(make_plan_handlers),
       cmocka_unit_test(reshared_plan_instructions_and_slots),
       cmocka_unit_test(reshared_plan_comms_queues_handlers),

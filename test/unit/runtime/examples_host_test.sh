@@ -49,6 +49,14 @@ gqa_plan gqa_ref_layout "" || exit 1
 # The bench's schedule options (df extensions): ITERs balanced by length,
 # every queue's reduces after its ITERs.
 gqa_plan gqa_balanced "per-cta-shared=true" "balance-iters=true defer-reduces=true" || exit 1
+# even-split: the total range cut into 4 even chunks (cuts at multiples of
+# 16), and into 7 chunks at any key (pieces of 347, 37, ... keys; two waves).
+gqa_plan gqa_even "per-cta-shared=true" "even-split=true even-split-granularity=16" || exit 1
+gqa_plan gqa_even7 "per-cta-shared=true" "even-split=true even-split-chunks=7 defer-reduces=true" || exit 1
+# reduce trees: 40 chunks of 128 keys split each 384-key task in 3-4
+# pieces, combined 2 at a time (two levels); and the reference layout.
+gqa_plan gqa_fanin "per-cta-shared=true" "even-split=true even-split-chunks=40 reduce-fan-in=2" || exit 1
+gqa_plan gqa_fanin_rr "" "reduce-fan-in=2 defer-reduces=true" || exit 1
 "$bin/gqa_reference" "$work/gqa_ref.npy" 512 11 12 13 384 256 || exit 1
 "$bin/gqa_reference" "$work/gqa_ref2.npy" 512 11 12 13 300 200 || exit 1
 gqa=(--backend=host --handlers "$gqa_so" --block-size 128 --tensor Q=random:float16:2x32x128:11
@@ -62,6 +70,10 @@ cmp -s "$work/o_cta.npy" "$work/o_ref_layout.npy" ||
   { echo "FAIL: per-CTA and reference layouts give different outputs"; failures=$((failures + 1)); }
 run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_balanced.dfplan" \
   --check "O=$work/gqa_ref.npy:0.02:0.002"
+for plan in gqa_even gqa_even7 gqa_fanin gqa_fanin_rr; do
+  run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/$plan.dfplan" \
+    --check "O=$work/gqa_ref.npy:0.02:0.002"
+done
 run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_cta.dfplan" \
   --replan "kv=$(rep 8 300),$(rep 8 200)" --task-extents 2,8 --per-cta-shared \
   --check "O=$work/gqa_ref2.npy:0.02:0.002"
