@@ -26,7 +26,11 @@
 #           32 4-clusters do not fit either
 # usage: bench/moe/make_moe_carry.sh DIR
 #   (env: DF_BIN, MOE_SEED, MOE_TOKENS="128 256 512 1024",
-#    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER)
+#    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER,
+#    MOE_HANDLERS=FILE: another handler source, e.g. an earlier revision's
+#    from `git show REV:examples/moe/moe_fused_handlers.c`, for a before/after
+#    table; MOE_CFLAGS: extra clang flags, e.g. -DMOE_GU_RING=... ring
+#    depths. Run the script several times into one DIR with distinct names.)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_moe_carry.sh DIR}"
@@ -48,7 +52,9 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
       -e "s/tensor<4x6x64x32xbf16>/tensor<${cs}x${chunks}x64x32xbf16>/" \
       -e "s/output_arity = 4 : i64/output_arity = $cs : i64/" \
       "$root/examples/moe/moe_fused.mlir" >"$tmp/moe$cs.mlir"
-  clang-22 "${cflags[@]}" -DMOE_CS="$cs" "$root/examples/moe/moe_fused_handlers.c" -o "$tmp/moe$cs.bc"
+  # shellcheck disable=SC2086 # MOE_CFLAGS is a list of flags
+  clang-22 "${cflags[@]}" ${MOE_CFLAGS:-} -DMOE_CS="$cs" \
+    "${MOE_HANDLERS:-$root/examples/moe/moe_fused_handlers.c}" -o "$tmp/moe$cs.bc"
   first=""
   for t in $tokens; do
     d="$vd/t$t"

@@ -43,7 +43,9 @@
 #ifndef MOE_TT
 #define MOE_TT 64
 #endif
+#ifndef MOE_NWARPS
 #define MOE_NWARPS 8 /* warps per CTA the host emulates (the GPU uses its block's) */
+#endif
 
 #define ISHARD (MOE_INTER / MOE_CS)  /* intermediate columns per rank */
 #define HSHARD (MOE_HIDDEN / MOE_CS) /* output columns per rank */
@@ -213,61 +215,99 @@ static inline moe_task task_of(const df_ctx *ctx) {
   return (moe_task){(uint32_t)t[0], (uint32_t)t[1], n < MOE_TT ? n : MOE_TT};
 }
 
-/* gate_up for one m-tile (16 intermediate columns at `row0` of this rank's
-   shard) and NT n-tiles of tokens. Each pass issues the loads of U k steps
-   before their mma's, so U * 2 KB of weights per warp are in flight. */
-#define GATE_UP_TILE(NT, U)                                                                      \
-  static inline __attribute__((always_inline)) void gate_up_tile_##NT(                         \
-      const df_ctx *ctx, const uint16_t *wg, const uint16_t *wu, const uint16_t *xrow[LANES][8], \
-      uint16_t *out, uint32_t mt) {                                                              \
-    uint32_t lane_ = LANE_ID(ctx);                                                               \
-    (void)lane_, (void)ctx;                                                                      \
-    float accg[LANES][NT][4], accu[LANES][NT][4];                                                \
-    FOR_LANES(L, Li)                                                                             \
-    UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++)                      \
-        accg[Li][j][i] = accu[Li][j][i] = 0.0f;                                                  \
-    for (uint32_t k0 = 0; k0 < MOE_HIDDEN; k0 += 32 * U) {                                       \
-      u32x4 ag[LANES][U][2], au[LANES][U][2], xb[LANES][U][NT];                                  \
-      FOR_LANES(L, Li) {                                                                         \
-        uint32_t g = L >> 2, t = L & 3;                                                          \
-        const uint16_t *pg = wg + (uint64_t)g * MOE_HIDDEN + k0 + 8 * t;                         \
-        const uint16_t *pu = wu + (uint64_t)g * MOE_HIDDEN + k0 + 8 * t;                         \
-        UNROLL for (int u = 0; u < U; u++) {                                                     \
-          ag[Li][u][0] = ld_stream(pg + 32 * u);                                                 \
-          ag[Li][u][1] = ld_stream(pg + 32 * u + 8 * MOE_HIDDEN);                                \
-          au[Li][u][0] = ld_stream(pu + 32 * u);                                                 \
-          au[Li][u][1] = ld_stream(pu + 32 * u + 8 * MOE_HIDDEN);                                \
-        }                                                                                        \
-        UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                  \
-            xb[Li][u][j] = ld_cached(xrow[Li][j] + k0 + 32 * u + 8 * t);                         \
-      }                                                                                          \
-      UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                    \
-          UNROLL for (int half = 0; half < 2; half++) {                                          \
-        warp_mma(accg[0][j], NT * 4, ag[0][u], U * 2, &xb[0][u][j], U * NT, half);               \
-        warp_mma(accu[0][j], NT * 4, au[0][u], U * 2, &xb[0][u][j], U * NT, half);               \
-      }                                                                                          \
-    }                                                                                            \
-    /* h = SiLU(gate) * up -> UpShard[m / 32][token][m % 32] */                                 \
-    FOR_LANES(L, Li) {                                                                           \
-      uint32_t g = L >> 2, t = L & 3;                                                            \
-      UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {                  \
-        uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                    \
-        float h = silu(accg[Li][j][i]) * accu[Li][j][i];                                         \
-        out[((m / 32) * MOE_TT + n) * 32 + m % 32] = f32_to_bf16(h);                             \
-      }                                                                                          \
-    }                                                                                            \
-  }
-_Static_assert(MOE_HIDDEN % (32 * 8) == 0, "hidden must be a multiple of 256 (8 k steps)");
-GATE_UP_TILE(1, 8)
-GATE_UP_TILE(2, 4)
-GATE_UP_TILE(4, 2)
-GATE_UP_TILE(8, 2)
-
 /* n-tiles for `count` tokens, rounded up to 1, 2, 4 or 8. */
 static inline uint32_t ntiles(uint32_t count) {
   uint32_t nt = (count + 7) / 8;
   return nt <= 1 ? 1 : nt <= 2 ? 2 : nt <= 4 ? 4 : 8;
 }
+
+/* Both GEMMs stream weights through a register ring. A warp walks one flat
+   sequence of 32-wide k steps over all its m-tiles (m-tile w, w + nw, ...;
+   KSTEPS steps each). Step s uses ring slot s % DW for the weights and
+   s % DX for the B operand; right after its mma's the slot is refilled with
+   step s + DW (s + DX), so DW steps of weight loads stay in flight without
+   a gap, also across m-tiles (the next m-tile's first loads are issued while
+   the current one finishes). DX | DW | KSTEPS: slot indices are constants
+   after unrolling the DW steps of a pass, and an m-tile ends only at the
+   pass's last step, where the accumulators are written out and cleared. */
+
+#define GU_KSTEPS (MOE_HIDDEN / 32)
+#define GU_MTILES (ISHARD / 8) /* 8 gate rows + the 8 up rows of the same columns */
+
+/* gate_up: an m-tile is 8 intermediate columns; the mma's A rows 0-7 are
+   their gate rows and rows 8-15 their up rows, so a lane's accumulators
+   {c0, c1} (gate) and {c2, c3} (up) are the same column and tokens, and the
+   768 / MOE_CS columns of a rank make 24 (cluster 4) or 48 (cluster 2)
+   m-tiles: 3 or 6 per warp of 8. xoff: the element offset of each lane's
+   token row per n-tile. */
+#define GATE_UP_RUN(NT, DW, DX)                                                                  \
+  _Static_assert(GU_KSTEPS % DW == 0 && DW % DX == 0, "ring depths must divide");              \
+  static inline __attribute__((always_inline)) void gate_up_run_##NT(                          \
+      const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const uint32_t xoff[LANES][8], \
+      uint16_t *out, uint32_t w, uint32_t nw) {                                                  \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx;                                                                      \
+    uint32_t nsteps = (GU_MTILES - w + nw - 1) / nw * GU_KSTEPS;                                 \
+    u32x4 a[LANES][DW][2], b[LANES][DX][NT];                                                     \
+    float acc[LANES][NT][4];                                                                     \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) acc[Li][j][i] = 0.0f; \
+    UNROLL for (int u = 0; u < DW; u++) GU_LOAD_A(u, u);                                         \
+    UNROLL for (int u = 0; u < DX; u++) GU_LOAD_B(NT, u, u);                                     \
+    for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
+      UNROLL for (int u = 0; u < DW; u++) {                                                      \
+        uint32_t s = s0 + u;                                                                     \
+        UNROLL for (int j = 0; j < NT; j++) UNROLL for (int half = 0; half < 2; half++)         \
+            warp_mma(acc[0][j], NT * 4, a[0][u], DW * 2, &b[0][u % DX][j], DX * NT, half);       \
+        if (s + DW < nsteps)                                                                     \
+          GU_LOAD_A(u, s + DW);                                                                  \
+        if (s + DX < nsteps)                                                                     \
+          GU_LOAD_B(NT, u % DX, s + DX);                                                         \
+        if (u == DW - 1 && (s + 1) % GU_KSTEPS == 0) {                                           \
+          /* h = SiLU(gate) * up -> UpShard[m / 32][token][m % 32] */                           \
+          uint32_t mt = w + nw * (s / GU_KSTEPS);                                                \
+          FOR_LANES(L, Li) {                                                                     \
+            uint32_t g = L >> 2, t = L & 3, m = mt * 8 + g;                                      \
+            UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 2; i++) {            \
+              uint32_t n = 8 * j + 2 * t + i;                                                    \
+              float h = silu(acc[Li][j][i]) * acc[Li][j][i + 2];                                 \
+              out[((m / 32) * MOE_TT + n) * 32 + m % 32] = f32_to_bf16(h);                       \
+              acc[Li][j][i] = acc[Li][j][i + 2] = 0.0f;                                          \
+            }                                                                                    \
+          }                                                                                      \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+  }
+/* Slot `slot` <- the weights of step `step`: gate row and up row of column
+   8 mt + g, 8 k from 8 t. */
+#define GU_LOAD_A(slot, step)                                                                    \
+  do {                                                                                           \
+    uint32_t st_ = (step), mt_ = w + nw * (st_ / GU_KSTEPS), k_ = (st_ % GU_KSTEPS) * 32;       \
+    FOR_LANES(L, Li) {                                                                           \
+      const uint16_t *p_ =                                                                       \
+          wgu + (uint64_t)(mt_ * 8 + (L >> 2)) * MOE_HIDDEN + k_ + 8 * (L & 3);                  \
+      a[Li][slot][0] = ld_stream(p_);                                                            \
+      a[Li][slot][1] = ld_stream(p_ + (uint64_t)MOE_INTER * MOE_HIDDEN);                         \
+    }                                                                                            \
+  } while (0)
+/* Slot `slot` <- the token rows of step `step` (the same for every m-tile). */
+#define GU_LOAD_B(NT, slot, step)                                                                \
+  do {                                                                                           \
+    uint32_t k_ = ((step) % GU_KSTEPS) * 32;                                                     \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int j = 0; j < NT; j++) b[Li][slot][j] = ld_cached(x + xoff[Li][j] + k_ + 8 * (L & 3)); \
+  } while (0)
+/* Ring depths (DW weight steps of 1 KB per warp, DX token steps) under the
+   register file of 256 threads per SM: fewer n-tiles leave more registers
+   for weights in flight. */
+#ifndef MOE_GU_RING /* DW and DX for 1, 2, 4 and 8 n-tiles */
+#define MOE_GU_RING 16, 8, 16, 4, 16, 2, 8, 2
+#endif
+#define GU_RING_(a1, b1, a2, b2, a4, b4, a8, b8)                                                 \
+  GATE_UP_RUN(1, a1, b1) GATE_UP_RUN(2, a2, b2) GATE_UP_RUN(4, a4, b4) GATE_UP_RUN(8, a8, b8)
+#define GU_RING(...) GU_RING_(__VA_ARGS__)
+GU_RING(MOE_GU_RING)
 
 void moe_gate_up(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
@@ -277,28 +317,24 @@ void moe_gate_up(const df_ctx *ctx) {
   const uint16_t *x = df_ctx_tensor(ctx, T_X);
   const int32_t *tokens = (const int32_t *)df_ctx_tensor(ctx, T_TOKENS) + tk.start;
   const uint16_t *wgu = (const uint16_t *)df_ctx_tensor(ctx, T_WGU) +
-                        (uint64_t)tk.expert * 2 * MOE_INTER * MOE_HIDDEN;
+                        ((uint64_t)tk.expert * 2 * MOE_INTER + col0) * MOE_HIDDEN;
   uint16_t *out = df_ctx_output(ctx);
   uint32_t nt = ntiles(tk.count), lane_ = LANE_ID(ctx);
   (void)lane_;
   /* Token row of each lane's B operand; rows past the count repeat the
      last token (their columns are computed but never used). */
-  const uint16_t *xrow[LANES][8];
+  uint32_t xoff[LANES][8];
   FOR_LANES(L, Li)
   UNROLL for (uint32_t j = 0; j < 8; j++) {
     uint32_t i = 8 * j + (L >> 2);
-    xrow[Li][j] = x + (uint64_t)tokens[i < tk.count ? i : tk.count - 1] * MOE_HIDDEN;
+    xoff[Li][j] = (uint32_t)tokens[i < tk.count ? i : tk.count - 1] * MOE_HIDDEN;
   }
   FOR_WARPS(ctx, w, nw)
-  for (uint32_t mt = w; mt < ISHARD / 16; mt += nw) {
-    const uint16_t *wg = wgu + (uint64_t)(col0 + mt * 16) * MOE_HIDDEN;
-    const uint16_t *wu = wg + (uint64_t)MOE_INTER * MOE_HIDDEN;
-    switch (nt) {
-    case 1: gate_up_tile_1(ctx, wg, wu, xrow, out, mt); break;
-    case 2: gate_up_tile_2(ctx, wg, wu, xrow, out, mt); break;
-    case 4: gate_up_tile_4(ctx, wg, wu, xrow, out, mt); break;
-    default: gate_up_tile_8(ctx, wg, wu, xrow, out, mt); break;
-    }
+  switch (nt) {
+  case 1: gate_up_run_1(ctx, wgu, x, xoff, out, w, nw); break;
+  case 2: gate_up_run_2(ctx, wgu, x, xoff, out, w, nw); break;
+  case 4: gate_up_run_4(ctx, wgu, x, xoff, out, w, nw); break;
+  default: gate_up_run_8(ctx, wgu, x, xoff, out, w, nw); break;
   }
 }
 
@@ -321,53 +357,93 @@ static inline void add_output(float *o, float v) {
 #endif
 }
 
-/* down for one m-tile (16 output columns at `mt * 16` of this rank's
-   shard) over the gathered intermediate (MOE_CS parts of ICHUNKS chunks),
-   U chunks' loads issued per pass (U divides ICHUNKS; the parts loop is
-   unrolled: a dynamic index into parts[] would put it in local memory). */
-#define DOWN_TILE(NT, U)                                                                         \
-  static inline __attribute__((always_inline)) void down_tile_##NT(                            \
-      const df_ctx *ctx, const uint16_t *wd, const uint16_t *parts[MOE_CS], const out_rows *rows, \
-      uint32_t mt) {                                                                             \
+#define DN_KSTEPS (MOE_INTER / 32) /* MOE_CS parts of ICHUNKS chunks */
+#define DN_MTILES (HSHARD / 16)
+
+/* Part p of the gathered intermediate without a dynamic index into parts[]
+   (which would put the array in local memory): selects between values the
+   optimiser cannot turn back into loads from the array. */
+static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint32_t p) {
+  const uint16_t *r = parts[0];
+  UNROLL for (uint32_t q = 1; q < MOE_CS; q++) {
+    const uint16_t *v = parts[q];
+#if defined(__NVPTX__)
+    __asm__("" : "+l"(v));
+#endif
+    r = p == q ? v : r;
+  }
+  return r;
+}
+
+/* down: an m-tile is 16 output columns of this rank's shard (rows of Wd),
+   k the 768 intermediate columns gathered from the MOE_CS ranks. */
+#define DOWN_RUN(NT, DW, DX)                                                                     \
+  _Static_assert(DN_KSTEPS % DW == 0 && DW % DX == 0, "ring depths must divide");              \
+  static inline __attribute__((always_inline)) void down_run_##NT(                             \
+      const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
+      const out_rows *rows, uint32_t w, uint32_t nw) {                                           \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
+    uint32_t nsteps = (DN_MTILES - w + nw - 1) / nw * DN_KSTEPS;                                 \
+    u32x4 a[LANES][DW][2], b[LANES][DX][NT];                                                     \
     float acc[LANES][NT][4];                                                                     \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) acc[Li][j][i] = 0.0f; \
-    UNROLL for (uint32_t p = 0; p < MOE_CS; p++)                                                 \
-    for (uint32_t lc = 0; lc < ICHUNKS; lc += U) {                                               \
-      const uint16_t *part = parts[p] + lc * MOE_TT * 32;                                        \
-      u32x4 a[LANES][U][2], b[LANES][U][NT];                                                     \
-      FOR_LANES(L, Li) {                                                                         \
-        uint32_t g = L >> 2, t = L & 3;                                                          \
-        const uint16_t *pa = wd + (uint64_t)g * MOE_INTER + (p * ICHUNKS + lc) * 32 + 8 * t;     \
-        UNROLL for (int u = 0; u < U; u++) {                                                     \
-          a[Li][u][0] = ld_stream(pa + 32 * u);                                                  \
-          a[Li][u][1] = ld_stream(pa + 32 * u + 8 * MOE_INTER);                                  \
+    UNROLL for (int u = 0; u < DW; u++) DN_LOAD_A(u, u);                                         \
+    UNROLL for (int u = 0; u < DX; u++) DN_LOAD_B(NT, u, u);                                     \
+    for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
+      UNROLL for (int u = 0; u < DW; u++) {                                                      \
+        uint32_t s = s0 + u;                                                                     \
+        UNROLL for (int j = 0; j < NT; j++) UNROLL for (int half = 0; half < 2; half++)         \
+            warp_mma(acc[0][j], NT * 4, a[0][u], DW * 2, &b[0][u % DX][j], DX * NT, half);       \
+        if (s + DW < nsteps)                                                                     \
+          DN_LOAD_A(u, s + DW);                                                                  \
+        if (s + DX < nsteps)                                                                     \
+          DN_LOAD_B(NT, u % DX, s + DX);                                                         \
+        if (u == DW - 1 && (s + 1) % DN_KSTEPS == 0) {                                           \
+          /* Output[token][col] += weight * y: two additions per element */                     \
+          uint32_t mt = w + nw * (s / DN_KSTEPS);                                                \
+          FOR_LANES(L, Li) {                                                                     \
+            uint32_t g = L >> 2, t = L & 3;                                                      \
+            UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {            \
+              uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);              \
+              if (n < rows->count)                                                               \
+                add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,              \
+                           rows->weights[n] * acc[Li][j][i]);                                    \
+              acc[Li][j][i] = 0.0f;                                                              \
+            }                                                                                    \
+          }                                                                                      \
         }                                                                                        \
-        UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                  \
-            b[Li][u][j] = ld_slot(part + (u * MOE_TT + 8 * j + g) * 32 + 8 * t);                 \
-      }                                                                                          \
-      UNROLL for (int u = 0; u < U; u++) UNROLL for (int j = 0; j < NT; j++)                    \
-          UNROLL for (int half = 0; half < 2; half++)                                            \
-              warp_mma(acc[0][j], NT * 4, a[0][u], U * 2, &b[0][u][j], U * NT, half);            \
-    }                                                                                            \
-    /* Output[token][col] += weight * y: two additions per element */                           \
-    FOR_LANES(L, Li) {                                                                           \
-      uint32_t g = L >> 2, t = L & 3;                                                            \
-      UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {                  \
-        uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                    \
-        if (n < rows->count)                                                                     \
-          add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                    \
-                     rows->weights[n] * acc[Li][j][i]);                                          \
       }                                                                                          \
     }                                                                                            \
   }
-_Static_assert(ICHUNKS % 6 == 0, "the down unroll factors (6, 3, 2) must divide the chunks");
-DOWN_TILE(1, 6)
-DOWN_TILE(2, 6)
-DOWN_TILE(4, 3)
-DOWN_TILE(8, 2)
+/* Slot `slot` <- Wd rows g and g + 8 of m-tile mt at k step `step`. */
+#define DN_LOAD_A(slot, step)                                                                    \
+  do {                                                                                           \
+    uint32_t st_ = (step), mt_ = w + nw * (st_ / DN_KSTEPS), k_ = (st_ % DN_KSTEPS) * 32;       \
+    FOR_LANES(L, Li) {                                                                           \
+      const uint16_t *p_ = wd + (uint64_t)(mt_ * 16 + (L >> 2)) * MOE_INTER + k_ + 8 * (L & 3);  \
+      a[Li][slot][0] = ld_stream(p_);                                                            \
+      a[Li][slot][1] = ld_stream(p_ + 8 * MOE_INTER);                                            \
+    }                                                                                            \
+  } while (0)
+/* Slot `slot` <- the gathered h of step `step`: chunk kk % ICHUNKS of part
+   kk / ICHUNKS, token-major inside the chunk (conflict-free 16-byte loads). */
+#define DN_LOAD_B(NT, slot, step)                                                                \
+  do {                                                                                           \
+    uint32_t kk_ = (step) % DN_KSTEPS;                                                           \
+    const uint16_t *part_ = part_of(parts, kk_ / ICHUNKS) + (kk_ % ICHUNKS) * MOE_TT * 32;        \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int j = 0; j < NT; j++)                                                          \
+        b[Li][slot][j] = ld_slot(part_ + (8 * j + (L >> 2)) * 32 + 8 * (L & 3));                 \
+  } while (0)
+#ifndef MOE_DN_RING /* DW and DX for 1, 2, 4 and 8 n-tiles */
+#define MOE_DN_RING 12, 4, 12, 4, 8, 2, 8, 2
+#endif
+#define DN_RING_(a1, b1, a2, b2, a4, b4, a8, b8)                                                 \
+  DOWN_RUN(1, a1, b1) DOWN_RUN(2, a2, b2) DOWN_RUN(4, a4, b4) DOWN_RUN(8, a8, b8)
+#define DN_RING(...) DN_RING_(__VA_ARGS__)
+DN_RING(MOE_DN_RING)
 
 void moe_down(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
@@ -388,13 +464,10 @@ void moe_down(const df_ctx *ctx) {
                    (float *)df_ctx_tensor(ctx, T_OUTPUT) + col0, tk.count};
   uint32_t nt = ntiles(tk.count);
   FOR_WARPS(ctx, w, nw)
-  for (uint32_t mt = w; mt < HSHARD / 16; mt += nw) {
-    const uint16_t *wt = wd + (uint64_t)mt * 16 * MOE_INTER;
-    switch (nt) {
-    case 1: down_tile_1(ctx, wt, parts, &rows, mt); break;
-    case 2: down_tile_2(ctx, wt, parts, &rows, mt); break;
-    case 4: down_tile_4(ctx, wt, parts, &rows, mt); break;
-    default: down_tile_8(ctx, wt, parts, &rows, mt); break;
-    }
+  switch (nt) {
+  case 1: down_run_1(ctx, wd, parts, &rows, w, nw); break;
+  case 2: down_run_2(ctx, wd, parts, &rows, w, nw); break;
+  case 4: down_run_4(ctx, wd, parts, &rows, w, nw); break;
+  default: down_run_8(ctx, wd, parts, &rows, w, nw); break;
   }
 }
