@@ -238,41 +238,49 @@ static inline uint32_t ntiles(uint32_t count) {
    their gate rows and rows 8-15 their up rows, so a lane's accumulators
    {c0, c1} (gate) and {c2, c3} (up) are the same column and tokens, and the
    768 / MOE_CS columns of a rank make 24 (cluster 4) or 48 (cluster 2)
-   m-tiles: 3 or 6 per warp of 8. xoff: the element offset of each lane's
-   token row per n-tile. */
-#define GATE_UP_RUN(NT, DW, DX)                                                                  \
+   m-tiles: 3 or 6 per warp of 8. A warp takes MW m-tiles at once (a group:
+   m-tiles MW mg .. MW mg + MW - 1), so each token fragment feeds MW times
+   NT x 2 mma's: with 8 n-tiles the token loads (through L1) would
+   otherwise outnumber the weight loads 4 to 1. xoff: the element offset of
+   each lane's token row per n-tile. */
+#define GATE_UP_RUN(NT, MW, DW, DX)                                                              \
   _Static_assert(GU_KSTEPS % DW == 0 && DW % DX == 0, "ring depths must divide");              \
+  _Static_assert(GU_MTILES % MW == 0, "m-tile groups must divide the shard");                   \
   static inline __attribute__((always_inline)) void gate_up_run_##NT(                          \
       const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const uint32_t xoff[LANES][8], \
       uint16_t *out, uint32_t w, uint32_t nw) {                                                  \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
-    uint32_t nsteps = (GU_MTILES - w + nw - 1) / nw * GU_KSTEPS;                                 \
-    u32x4 a[LANES][DW][2], b[LANES][DX][NT];                                                     \
-    float acc[LANES][NT][4];                                                                     \
+    uint32_t nsteps = (GU_MTILES / MW - w + nw - 1) / nw * GU_KSTEPS;                            \
+    u32x4 a[LANES][DW][MW][2], b[LANES][DX][NT];                                                 \
+    float acc[LANES][MW][NT][4];                                                                 \
     FOR_LANES(L, Li)                                                                             \
-    UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) acc[Li][j][i] = 0.0f; \
-    UNROLL for (int u = 0; u < DW; u++) GU_LOAD_A(u, u);                                         \
+    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                     \
+        UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
+    UNROLL for (int u = 0; u < DW; u++) GU_LOAD_A(MW, u, u);                                     \
     UNROLL for (int u = 0; u < DX; u++) GU_LOAD_B(NT, u, u);                                     \
     for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
       UNROLL for (int u = 0; u < DW; u++) {                                                      \
         uint32_t s = s0 + u;                                                                     \
-        UNROLL for (int j = 0; j < NT; j++) UNROLL for (int half = 0; half < 2; half++)         \
-            warp_mma(acc[0][j], NT * 4, a[0][u], DW * 2, &b[0][u % DX][j], DX * NT, half);       \
+        UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                 \
+            UNROLL for (int half = 0; half < 2; half++)                                          \
+                warp_mma(acc[0][q][j], MW * NT * 4, a[0][u][q], DW * MW * 2,                     \
+                         &b[0][u % DX][j], DX * NT, half);                                       \
         if (s + DW < nsteps)                                                                     \
-          GU_LOAD_A(u, s + DW);                                                                  \
+          GU_LOAD_A(MW, u, s + DW);                                                              \
         if (s + DX < nsteps)                                                                     \
           GU_LOAD_B(NT, u % DX, s + DX);                                                         \
         if (u == DW - 1 && (s + 1) % GU_KSTEPS == 0) {                                           \
           /* h = SiLU(gate) * up -> UpShard[m / 32][token][m % 32] */                           \
-          uint32_t mt = w + nw * (s / GU_KSTEPS);                                                \
+          uint32_t mg = w + nw * (s / GU_KSTEPS);                                                \
           FOR_LANES(L, Li) {                                                                     \
-            uint32_t g = L >> 2, t = L & 3, m = mt * 8 + g;                                      \
-            UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 2; i++) {            \
-              uint32_t n = 8 * j + 2 * t + i;                                                    \
-              float h = silu(acc[Li][j][i]) * acc[Li][j][i + 2];                                 \
+            uint32_t g = L >> 2, t = L & 3;                                                      \
+            UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)             \
+                UNROLL for (int i = 0; i < 2; i++) {                                             \
+              uint32_t m = (mg * MW + q) * 8 + g, n = 8 * j + 2 * t + i;                         \
+              float h = silu(acc[Li][q][j][i]) * acc[Li][q][j][i + 2];                           \
               out[((m / 32) * MOE_TT + n) * 32 + m % 32] = f32_to_bf16(h);                       \
-              acc[Li][j][i] = acc[Li][j][i + 2] = 0.0f;                                          \
+              acc[Li][q][j][i] = acc[Li][q][j][i + 2] = 0.0f;                                    \
             }                                                                                    \
           }                                                                                      \
         }                                                                                        \
@@ -280,15 +288,15 @@ static inline uint32_t ntiles(uint32_t count) {
     }                                                                                            \
   }
 /* Slot `slot` <- the weights of step `step`: gate row and up row of column
-   8 mt + g, 8 k from 8 t. */
-#define GU_LOAD_A(slot, step)                                                                    \
+   8 m + g of each m-tile m of the group, 8 k from 8 t. */
+#define GU_LOAD_A(MW, slot, step)                                                                \
   do {                                                                                           \
-    uint32_t st_ = (step), mt_ = w + nw * (st_ / GU_KSTEPS), k_ = (st_ % GU_KSTEPS) * 32;       \
-    FOR_LANES(L, Li) {                                                                           \
-      const uint16_t *p_ =                                                                       \
-          wgu + (uint64_t)(mt_ * 8 + (L >> 2)) * MOE_HIDDEN + k_ + 8 * (L & 3);                  \
-      a[Li][slot][0] = ld_stream(p_);                                                            \
-      a[Li][slot][1] = ld_stream(p_ + (uint64_t)MOE_INTER * MOE_HIDDEN);                         \
+    uint32_t st_ = (step), mg_ = w + nw * (st_ / GU_KSTEPS), k_ = (st_ % GU_KSTEPS) * 32;       \
+    FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++) {                                    \
+      const uint16_t *p_ = wgu + (uint64_t)((mg_ * MW + q_) * 8 + (L >> 2)) * MOE_HIDDEN + k_ +  \
+                           8 * (L & 3);                                                          \
+      a[Li][slot][q_][0] = ld_stream(p_);                                                        \
+      a[Li][slot][q_][1] = ld_stream(p_ + (uint64_t)MOE_INTER * MOE_HIDDEN);                     \
     }                                                                                            \
   } while (0)
 /* Slot `slot` <- the token rows of step `step` (the same for every m-tile). */
@@ -298,14 +306,15 @@ static inline uint32_t ntiles(uint32_t count) {
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int j = 0; j < NT; j++) b[Li][slot][j] = ld_cached(x + xoff[Li][j] + k_ + 8 * (L & 3)); \
   } while (0)
-/* Ring depths (DW weight steps of 1 KB per warp, DX token steps) under the
-   register file of 256 threads per SM: fewer n-tiles leave more registers
-   for weights in flight. */
-#ifndef MOE_GU_RING /* DW and DX for 1, 2, 4 and 8 n-tiles */
-#define MOE_GU_RING 16, 8, 16, 4, 16, 2, 8, 2
+/* m-tiles per group MW, ring depths DW (weight steps of MW KB per warp)
+   and DX (token steps) under the register file of 256 threads per SM:
+   fewer n-tiles leave more registers for weights in flight. */
+#ifndef MOE_GU_RING /* MW, DW and DX for 1, 2, 4 and 8 n-tiles */
+#define MOE_GU_RING 1, 16, 8, 1, 16, 4, 1, 16, 2, 3, 2, 1
 #endif
-#define GU_RING_(a1, b1, a2, b2, a4, b4, a8, b8)                                                 \
-  GATE_UP_RUN(1, a1, b1) GATE_UP_RUN(2, a2, b2) GATE_UP_RUN(4, a4, b4) GATE_UP_RUN(8, a8, b8)
+#define GU_RING_(m1, a1, b1, m2, a2, b2, m4, a4, b4, m8, a8, b8)                                 \
+  GATE_UP_RUN(1, m1, a1, b1)                                                                     \
+  GATE_UP_RUN(2, m2, a2, b2) GATE_UP_RUN(4, m4, a4, b4) GATE_UP_RUN(8, m8, a8, b8)
 #define GU_RING(...) GU_RING_(__VA_ARGS__)
 GU_RING(MOE_GU_RING)
 
