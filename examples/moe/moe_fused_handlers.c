@@ -20,7 +20,7 @@
    H = MOE_HIDDEN (2048), I = MOE_INTER (768), a task covers at most
    MOE_TT (64) tokens, the cluster size is MOE_CS (4).
 
-   GEMM mapping (one warp = one 16-row m-tile of a weight matrix times the
+   GEMM mapping (one warp = 16-row m-tiles of a weight matrix times the
    task's tokens as the n dimension, 8 tokens per n-tile): weights are the
    A operand (row-major, K contiguous) and are read exactly once per task;
    tokens are the B operand (K contiguous per token). Each lane loads 16
@@ -28,7 +28,9 @@
    is permuted identically for A and B (logical k 2t..2t+1 / 2t+8..2t+9 of
    the two mma halves = physical 8t..8t+3 / 8t+4..8t+7), which a reduction
    may do. The number of n-tiles is specialised (1, 2, 4 or 8) so that
-   lightly routed experts do not pay for 64 tokens. */
+   lightly routed experts do not pay for 64 tokens. gate_up's m-tile pairs
+   8 gate rows with the 8 up rows of the same columns; both GEMMs stream
+   their weights through register rings (see "register ring" below). */
 #include "df/device.h"
 
 #ifndef MOE_HIDDEN
