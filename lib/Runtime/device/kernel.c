@@ -41,6 +41,64 @@ static df_rt rt_make(const df_abi_slot *slots, const df_abi_comm *comms, uint8_t
   return rt;
 }
 
+/* How many records ahead the queue's cache lines are requested (four
+   128-byte lines of 32-byte records): an empty instruction takes much
+   less than an L2 round trip, so one record ahead would not hide it. */
+#define DF_QUEUE_PREFETCH_AHEAD 16u
+/* Comm records of the next instruction warmed (the common case has one
+   or two; more are simply read cold). */
+#define DF_WARM_COMMS 4u
+
+DF_RT bool prefetching(void) {
+  /* Embedded records may live in the constant bank, not in L1's view. */
+  return !DF_HAS(DF_FEATURE_EMBEDDED_PLAN);
+}
+
+/* Before the loop: the first DF_QUEUE_PREFETCH_AHEAD records, one thread
+   each (one instruction of the first warp). */
+DF_RT void prefetch_queue_head(const df_rt *rt, const df_abi_instr *queue, uint32_t length) {
+  if (prefetching() && rt->tid < DF_QUEUE_PREFETCH_AHEAD && rt->tid < length)
+    df_ptx_prefetch_l1(&queue[rt->tid]);
+}
+
+/* Thread 0 (one request for the warp): the queue's lines a few records
+   ahead, so the one-ahead record load of the loop finds them in L1. */
+DF_RT void prefetch_queue(const df_rt *rt, const df_abi_instr *queue, uint32_t pc,
+                          uint32_t length) {
+  if (prefetching() && rt->tid == 0 && pc + DF_QUEUE_PREFETCH_AHEAD < length)
+    df_ptx_prefetch_l1(&queue[pc + DF_QUEUE_PREFETCH_AHEAD]);
+}
+
+/* After instruction pc, before pc + 1 (whose record `nxt` has arrived by
+   now): request its args record, output slot record, the input-slot ids,
+   and the comm records with their slot records, so that the receive wait,
+   the handler's argument reads and the sends after it find them in L1
+   instead of each paying an L2 round trip on the edge's critical path.
+   One thread of the second warp does it (the leader's warp waits on the
+   receives; the rest of the CTA waits at the next barrier anyway). Its
+   reads of comm and args fields may miss; that costs only this warp,
+   before a wait. Only instructions with comms: one without them is on no
+   edge's path, and a cold read here would just delay the next barrier. */
+DF_RT void warm_next(const df_rt *rt, const df_ctx *ctx, const uint8_t *args,
+                     const df_abi_instr *nxt) {
+  const uint32_t warmer = rt->threads > 32 ? 32 : 0;
+  if (!prefetching() || rt->tid != warmer || !nxt->comm_count || nxt->opcode == DF_ABI_OP_EXIT)
+    return;
+  const df_abi_args *a = (const df_abi_args *)(args + nxt->arg_offset);
+  const df_abi_comm *c = rt->comms + nxt->comm_offset;
+  const uint32_t n = nxt->comm_count < DF_WARM_COMMS ? nxt->comm_count : DF_WARM_COMMS;
+  if (nxt->slot_id != DF_SENTINEL)
+    df_ptx_prefetch_l1(df_rt_slot(rt, nxt->slot_id));
+  if (nxt->handler_id != DF_SENTINEL && a->input_slot_count)
+    df_ptx_prefetch_l1(&ctx->input_slots[a->input_slot_offset]);
+  for (uint32_t i = 0; i < n; i++) {
+    if (c[i].src_slot_id != DF_SENTINEL)
+      df_ptx_prefetch_l1(df_rt_slot(rt, c[i].src_slot_id));
+    if (c[i].dst_slot_id != DF_SENTINEL)
+      df_ptx_prefetch_l1(df_rt_slot(rt, c[i].dst_slot_id));
+  }
+}
+
 /* Kernel parameters, in order (REFERENCE 6, then df's by-value words):
      0 instructions          const df_abi_instr *     packed queues
      1 queue_offsets         const uint32_t *         first instruction per queue
@@ -121,15 +179,27 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
 
   const df_abi_instr *queue = instructions + queue_offsets[q];
   const uint32_t length = queue_lengths[q];
+  /* Software pipeline: the record of pc + 1 is loaded (two 16-byte loads,
+     every thread the same address) while pc runs, so no record load sits
+     on the dispatch path; prefetch_queue and warm_next do the rest. */
+  prefetch_queue_head(&rt, queue, length);
+  df_abi_instr nxt;
+  if (length)
+    nxt = queue[0];
   for (uint32_t pc = 0; pc < length; pc++) {
-    const df_abi_instr *in = &queue[pc];
-    const uint32_t op = in->opcode;
+    const df_abi_instr in = nxt;
+    const uint32_t op = in.opcode;
     if (op == DF_ABI_OP_EXIT)
       break;
-    const df_abi_args *a = (const df_abi_args *)(args + in->arg_offset);
-    const df_abi_comm *c = comms + in->comm_offset;
-    const uint32_t n = in->comm_count;
-    const uint32_t kinds = df_comm_kinds_checked(c, n);
+    const bool more = pc + 1 < length;
+    if (more) {
+      nxt = queue[pc + 1];
+      prefetch_queue(&rt, queue, pc, length);
+    }
+    const df_abi_args *a = (const df_abi_args *)(args + in.arg_offset);
+    const df_abi_comm *c = comms + in.comm_offset;
+    const uint32_t n = in.comm_count;
+    const uint32_t kinds = n ? df_comm_kinds_checked(c, n) : 0;
 
     df_rt_mark_pc(&rt, pc);
     df_rt_source_guard(&rt, a, c, n);
@@ -138,10 +208,10 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     if (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT)))
       df_rt_hbm_recv(&rt, c, n);
 
-    if (in->handler_id != DF_SENTINEL) {
+    if (in.handler_id != DF_SENTINEL) {
       ctx.args = a;
-      df_rt_mark(&rt, DF_PHASE_HANDLER, in->handler_id, a->task_id);
-      df_dispatch(in->handler_id, &ctx);
+      df_rt_mark(&rt, DF_PHASE_HANDLER, in.handler_id, a->task_id);
+      df_dispatch(in.handler_id, &ctx);
     }
     if (op == DF_ABI_OP_CLUSTER_SYNC && df_rt_clustered(&rt))
       df_ptx_cluster_sync();
@@ -160,6 +230,8 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     }
     if (kinds & DF_KIND_BIT(DF_COMM_HBM_SEND))
       df_rt_hbm_send(&rt, c, n);
+    if (more)
+      warm_next(&rt, &ctx, args, &nxt);
   }
   df_rt_mark_pc(&rt, DF_PROGRESS_PC_NONE);
   df_rt_mark(&rt, DF_PHASE_FINISH, DF_PROGRESS_NONE, 0);
