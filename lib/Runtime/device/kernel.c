@@ -41,62 +41,82 @@ static df_rt rt_make(const df_abi_slot *slots, const df_abi_comm *comms, uint8_t
   return rt;
 }
 
-/* How many records ahead the queue's cache lines are requested (four
-   128-byte lines of 32-byte records): an empty instruction takes much
-   less than an L2 round trip, so one record ahead would not hide it. */
-#define DF_QUEUE_PREFETCH_AHEAD 16u
-/* Comm records of the next instruction warmed (the common case has one
-   or two; more are simply read cold). */
+/* Queue records travel in chunks: lane l of every warp loads record
+   base + l (two 16-byte loads), and each instruction's record is then
+   read from lane pc - base with warp shuffles. One L2 round trip serves
+   up to 32 instructions, instead of one (or more: a load per field) per
+   instruction. A CTA whose thread count is not a multiple of 32 has a
+   partial warp, so it takes chunks of one record (lane 0). */
+typedef struct df_chunk {
+  uint32_t w[8];     /* this lane's record */
+  uint32_t base;     /* queue index of lane 0's record */
+  uint32_t span;     /* records per chunk: 32, or 1 */
+  uint32_t lane, mask;
+} df_chunk;
+
+DF_RT void chunk_load(df_chunk *k, const df_abi_instr *queue, uint32_t base, uint32_t length) {
+  k->base = base;
+  if (k->lane < k->span && base + k->lane < length) {
+    const df_abi_instr r = queue[base + k->lane];
+    k->w[0] = r.opcode;
+    k->w[1] = r.handler_id;
+    k->w[2] = r.task_id;
+    k->w[3] = r.arg_offset;
+    k->w[4] = r.comm_offset;
+    k->w[5] = r.comm_count;
+    k->w[6] = r.slot_id;
+    k->w[7] = r.flags;
+  }
+}
+
+DF_RT uint32_t chunk_word(const df_chunk *k, uint32_t pc, int i) {
+  return (uint32_t)__nvvm_shfl_sync_idx_i32(k->mask, (int)k->w[i], (int)(pc - k->base), 31);
+}
+
+/* Reads an instruction's args, input-slot ids and slot records with real
+   loads (into L1) while the leader waits for its receives, so that after
+   the wait the handler's argument reads and the sends find them in L1
+   instead of paying an L2 round trip each on the edge's critical path.
+   One thread of the second warp (the leader's warp is the one waiting);
+   its stalls cost nothing but that warp, before a wait. Plans embedded as
+   constant data are read through the constant cache: not warmed. */
 #define DF_WARM_COMMS 4u
 
-DF_RT bool prefetching(void) {
-  /* Embedded records may live in the constant bank, not in L1's view. */
-  return !DF_HAS(DF_FEATURE_EMBEDDED_PLAN);
+DF_RT void warm_sink(uint32_t v) { __asm__ __volatile__("" ::"r"(v)); }
+DF_RT uint32_t warm_load(const void *p) {
+  uint32_t v;
+  __asm__ __volatile__("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(df_gaddr(p)));
+  return v;
 }
 
-/* Before the loop: the first DF_QUEUE_PREFETCH_AHEAD records, one thread
-   each (one instruction of the first warp). */
-DF_RT void prefetch_queue_head(const df_rt *rt, const df_abi_instr *queue, uint32_t length) {
-  if (prefetching() && rt->tid < DF_QUEUE_PREFETCH_AHEAD && rt->tid < length)
-    df_ptx_prefetch_l1(&queue[rt->tid]);
-}
-
-/* Thread 0 (one request for the warp): the queue's lines a few records
-   ahead, so the one-ahead record load of the loop finds them in L1. */
-DF_RT void prefetch_queue(const df_rt *rt, const df_abi_instr *queue, uint32_t pc,
-                          uint32_t length) {
-  if (prefetching() && rt->tid == 0 && pc + DF_QUEUE_PREFETCH_AHEAD < length)
-    df_ptx_prefetch_l1(&queue[pc + DF_QUEUE_PREFETCH_AHEAD]);
-}
-
-/* After instruction pc, before pc + 1 (whose record `nxt` has arrived by
-   now): request its args record, output slot record, the input-slot ids,
-   and the comm records with their slot records, so that the receive wait,
-   the handler's argument reads and the sends after it find them in L1
-   instead of each paying an L2 round trip on the edge's critical path.
-   One thread of the second warp does it (the leader's warp waits on the
-   receives; the rest of the CTA waits at the next barrier anyway). Its
-   reads of comm and args fields may miss; that costs only this warp,
-   before a wait. Only instructions with comms: one without them is on no
-   edge's path, and a cold read here would just delay the next barrier. */
-DF_RT void warm_next(const df_rt *rt, const df_ctx *ctx, const uint8_t *args,
-                     const df_abi_instr *nxt) {
+DF_RT void warm_records(const df_rt *rt, const df_ctx *ctx, const df_abi_args *a,
+                        uint32_t handler_id, const df_abi_comm *c, uint32_t n) {
   const uint32_t warmer = rt->threads > 32 ? 32 : 0;
-  if (!prefetching() || rt->tid != warmer || !nxt->comm_count || nxt->opcode == DF_ABI_OP_EXIT)
+  if (DF_HAS(DF_FEATURE_EMBEDDED_PLAN) || rt->tid != warmer)
     return;
-  const df_abi_args *a = (const df_abi_args *)(args + nxt->arg_offset);
-  const df_abi_comm *c = rt->comms + nxt->comm_offset;
-  const uint32_t n = nxt->comm_count < DF_WARM_COMMS ? nxt->comm_count : DF_WARM_COMMS;
-  if (nxt->slot_id != DF_SENTINEL)
-    df_ptx_prefetch_l1(df_rt_slot(rt, nxt->slot_id));
-  if (nxt->handler_id != DF_SENTINEL && a->input_slot_count)
-    df_ptx_prefetch_l1(&ctx->input_slots[a->input_slot_offset]);
-  for (uint32_t i = 0; i < n; i++) {
-    if (c[i].src_slot_id != DF_SENTINEL)
-      df_ptx_prefetch_l1(df_rt_slot(rt, c[i].src_slot_id));
-    if (c[i].dst_slot_id != DF_SENTINEL)
-      df_ptx_prefetch_l1(df_rt_slot(rt, c[i].dst_slot_id));
+  uint32_t sink = 0;
+  if (handler_id != DF_SENTINEL) {
+    uint32_t out = warm_load(&a->output_slot);
+    uint32_t off = warm_load(&a->input_slot_offset);
+    uint32_t cnt = warm_load(&a->input_slot_count);
+    sink ^= warm_load(&a->task_coord_offset) ^ warm_load(&a->reserved0);
+    if (out != DF_SENTINEL)
+      sink ^= warm_load(df_rt_slot(rt, out));
+    for (uint32_t i = 0; i < cnt && i < DF_WARM_COMMS; i++) {
+      uint32_t id = warm_load(&ctx->input_slots[off + i]);
+      if (id != DF_SENTINEL)
+        sink ^= warm_load(df_rt_slot(rt, id));
+    }
   }
+  n = n < DF_WARM_COMMS ? n : DF_WARM_COMMS;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t src = c[i].src_slot_id, dst = c[i].dst_slot_id;
+    if (src != DF_SENTINEL)
+      sink ^= warm_load(df_rt_slot(rt, src));
+    if (dst != DF_SENTINEL)
+      sink ^= warm_load(df_rt_slot(rt, dst));
+  }
+  warm_sink(sink);
 }
 
 /* Kernel parameters, in order (REFERENCE 6, then df's by-value words):
@@ -179,27 +199,29 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
 
   const df_abi_instr *queue = instructions + queue_offsets[q];
   const uint32_t length = queue_lengths[q];
-  /* Software pipeline: the record of pc + 1 is loaded (two 16-byte loads,
-     every thread the same address) while pc runs, so no record load sits
-     on the dispatch path; prefetch_queue and warm_next do the rest. */
-  prefetch_queue_head(&rt, queue, length);
-  df_abi_instr nxt;
+  df_chunk k;
+  k.lane = rt.tid & 31u;
+  k.span = (rt.threads & 31u) ? 1u : 32u;
+  k.mask = (uint32_t)__nvvm_activemask(); /* every thread is here, converged */
+  k.base = 0;
+  for (int i = 0; i < 8; i++)
+    k.w[i] = 0;
   if (length)
-    nxt = queue[0];
+    chunk_load(&k, queue, 0, length);
   for (uint32_t pc = 0; pc < length; pc++) {
-    const df_abi_instr in = nxt;
-    const uint32_t op = in.opcode;
+    if (pc - k.base >= k.span)
+      chunk_load(&k, queue, pc, length);
+    const uint32_t op = chunk_word(&k, pc, 0);
     if (op == DF_ABI_OP_EXIT)
       break;
-    const bool more = pc + 1 < length;
-    if (more) {
-      nxt = queue[pc + 1];
-      prefetch_queue(&rt, queue, pc, length);
-    }
-    const df_abi_args *a = (const df_abi_args *)(args + in.arg_offset);
-    const df_abi_comm *c = comms + in.comm_offset;
-    const uint32_t n = in.comm_count;
+    const uint32_t handler_id = chunk_word(&k, pc, 1);
+    const df_abi_args *a = (const df_abi_args *)(args + chunk_word(&k, pc, 3));
+    const df_abi_comm *c = comms + chunk_word(&k, pc, 4);
+    const uint32_t n = chunk_word(&k, pc, 5);
     const uint32_t kinds = n ? df_comm_kinds_checked(c, n) : 0;
+    if (kinds & (DF_KIND_BIT(DF_COMM_CLUSTER_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV) |
+                 DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT)))
+      warm_records(&rt, &ctx, a, handler_id, c, n);
 
     df_rt_mark_pc(&rt, pc);
     df_rt_source_guard(&rt, a, c, n);
@@ -208,10 +230,10 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     if (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT)))
       df_rt_hbm_recv(&rt, c, n);
 
-    if (in.handler_id != DF_SENTINEL) {
+    if (handler_id != DF_SENTINEL) {
       ctx.args = a;
-      df_rt_mark(&rt, DF_PHASE_HANDLER, in.handler_id, a->task_id);
-      df_dispatch(in.handler_id, &ctx);
+      df_rt_mark(&rt, DF_PHASE_HANDLER, handler_id, a->task_id);
+      df_dispatch(handler_id, &ctx);
     }
     if (op == DF_ABI_OP_CLUSTER_SYNC && df_rt_clustered(&rt))
       df_ptx_cluster_sync();
@@ -230,8 +252,6 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     }
     if (kinds & DF_KIND_BIT(DF_COMM_HBM_SEND))
       df_rt_hbm_send(&rt, c, n);
-    if (more)
-      warm_next(&rt, &ctx, args, &nxt);
   }
   df_rt_mark_pc(&rt, DF_PROGRESS_PC_NONE);
   df_rt_mark(&rt, DF_PHASE_FINISH, DF_PROGRESS_NONE, 0);

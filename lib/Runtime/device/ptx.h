@@ -69,12 +69,6 @@ DF_PTX uint32_t df_ptx_ld_acquire_gpu(uint64_t gaddr) {
 DF_PTX void df_ptx_st_release_gpu(uint64_t gaddr, uint32_t v) {
   __asm__ __volatile__("st.release.gpu.global.u32 [%0], %1;" ::"l"(gaddr), "r"(v) : "memory");
 }
-/* Starts pulling the cache line holding generic address `p` into L1 and
-   does not wait for it: records a later instruction reads are fetched
-   while this one runs. A hint only (no fault, no ordering). */
-DF_PTX void df_ptx_prefetch_l1(const void *p) {
-  __asm__ __volatile__("prefetch.L1 [%0];" ::"l"(p));
-}
 DF_PTX void df_ptx_nanosleep(uint32_t ns) {
   __asm__ __volatile__("nanosleep.u32 %0;" ::"r"(ns) : "memory");
 }
