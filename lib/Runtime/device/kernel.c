@@ -42,7 +42,7 @@ static df_rt rt_make(const df_abi_slot *slots, const df_abi_comm *comms, uint8_t
 }
 
 /* Queue records travel in chunks: lane l of every warp loads record
-   base + l (two 16-byte loads), and each instruction's record is then
+   base + l (vector loads), and each instruction's record is then
    read from lane pc - base with warp shuffles. One L2 round trip serves
    up to 32 instructions, instead of one (or more: a load per field) per
    instruction. A CTA whose thread count is not a multiple of 32 has a
@@ -71,52 +71,6 @@ DF_RT void chunk_load(df_chunk *k, const df_abi_instr *queue, uint32_t base, uin
 
 DF_RT uint32_t chunk_word(const df_chunk *k, uint32_t pc, int i) {
   return (uint32_t)__nvvm_shfl_sync_idx_i32(k->mask, (int)k->w[i], (int)(pc - k->base), 31);
-}
-
-/* Reads an instruction's args, input-slot ids and slot records with real
-   loads (into L1) while the leader waits for its receives, so that after
-   the wait the handler's argument reads and the sends find them in L1
-   instead of paying an L2 round trip each on the edge's critical path.
-   One thread of the second warp (the leader's warp is the one waiting);
-   its stalls cost nothing but that warp, before a wait. Plans embedded as
-   constant data are read through the constant cache: not warmed. */
-#define DF_WARM_COMMS 4u
-
-DF_RT void warm_sink(uint32_t v) { __asm__ __volatile__("" ::"r"(v)); }
-DF_RT uint32_t warm_load(const void *p) {
-  uint32_t v;
-  __asm__ __volatile__("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(df_gaddr(p)));
-  return v;
-}
-
-DF_RT void warm_records(const df_rt *rt, const df_ctx *ctx, const df_abi_args *a,
-                        uint32_t handler_id, const df_abi_comm *c, uint32_t n) {
-  const uint32_t warmer = rt->threads > 32 ? 32 : 0;
-  if (DF_HAS(DF_FEATURE_EMBEDDED_PLAN) || rt->tid != warmer)
-    return;
-  uint32_t sink = 0;
-  if (handler_id != DF_SENTINEL) {
-    uint32_t out = warm_load(&a->output_slot);
-    uint32_t off = warm_load(&a->input_slot_offset);
-    uint32_t cnt = warm_load(&a->input_slot_count);
-    sink ^= warm_load(&a->task_coord_offset) ^ warm_load(&a->reserved0);
-    if (out != DF_SENTINEL)
-      sink ^= warm_load(df_rt_slot(rt, out));
-    for (uint32_t i = 0; i < cnt && i < DF_WARM_COMMS; i++) {
-      uint32_t id = warm_load(&ctx->input_slots[off + i]);
-      if (id != DF_SENTINEL)
-        sink ^= warm_load(df_rt_slot(rt, id));
-    }
-  }
-  n = n < DF_WARM_COMMS ? n : DF_WARM_COMMS;
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t src = c[i].src_slot_id, dst = c[i].dst_slot_id;
-    if (src != DF_SENTINEL)
-      sink ^= warm_load(df_rt_slot(rt, src));
-    if (dst != DF_SENTINEL)
-      sink ^= warm_load(df_rt_slot(rt, dst));
-  }
-  warm_sink(sink);
 }
 
 /* Kernel parameters, in order (REFERENCE 6, then df's by-value words):
@@ -219,9 +173,6 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     const df_abi_comm *c = comms + chunk_word(&k, pc, 4);
     const uint32_t n = chunk_word(&k, pc, 5);
     const uint32_t kinds = n ? df_comm_kinds_checked(c, n) : 0;
-    if (kinds & (DF_KIND_BIT(DF_COMM_CLUSTER_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV) |
-                 DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT)))
-      warm_records(&rt, &ctx, a, handler_id, c, n);
 
     df_rt_mark_pc(&rt, pc);
     df_rt_source_guard(&rt, a, c, n);
