@@ -20,17 +20,24 @@ void df_rt_cluster_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   df_ptx_bar_sync();
 }
 
-/* Thread-copy path for one transfer c[0..g): every thread acquire-polls
-   each segment's flag and copies staging -> target (nothing to copy for a
+/* Thread-copy path for one transfer c[0..g): the leader alone
+   acquire-polls each segment's flag (in segment order) while the other
+   threads wait at a block barrier, which carries its acquire to them;
+   then every thread copies staging -> target (nothing to copy for a
    direct-global target aliasing the staging bytes). The leader then
    arrives once on the receive barrier, so the barrier's phases advance
    exactly as when the bulk path or a cluster send completes them. */
 static void recv_copy(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
+  if (df_rt_leader(rt))
+    for (uint32_t j = 0; j < g; j++) {
+      const df_abi_slot *dst = df_rt_slot(rt, c[j].dst_slot_id);
+      df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, &c[j]), c[j].flag_epoch);
+      df_rt_poll_flag(rt, df_comm_flag(&c[j], dst), c[j].flag_epoch);
+    }
+  df_ptx_bar_sync();
   for (uint32_t j = 0; j < g; j++) {
     const df_abi_slot *src = df_rt_slot(rt, c[j].src_slot_id);
     const df_abi_slot *dst = df_rt_slot(rt, c[j].dst_slot_id);
-    df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, &c[j]), c[j].flag_epoch);
-    df_rt_poll_flag(rt, df_comm_flag(&c[j], dst), c[j].flag_epoch);
     uint32_t off = c[j].byte_offset;
     df_rt_copy(rt, df_rt_slot_ptr(rt, dst) + off, rt->staging + dst->global_offset + off,
                df_comm_bytes(&c[j], src, dst));

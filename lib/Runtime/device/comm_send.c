@@ -100,8 +100,8 @@ static void send_segment_bulk(const df_rt *rt, const df_abi_comm *c) {
 }
 
 /* HBM sends: all threads copy each source to its staging bytes (nothing to
-   copy for direct-global slots already there), fence, barrier; then the
-   leader publishes each epoch with a release store. Segments of tiled
+   copy for direct-global slots already there), barrier; then the leader
+   publishes each epoch with a release store. Segments of tiled
    transfers take the bulk path instead; the CTA waits for it at a block
    barrier so that no later handler overwrites a source still being read. */
 void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
@@ -120,7 +120,9 @@ void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
     df_rt_copy(rt, rt->staging + dst->global_offset + off, df_rt_slot_ptr(rt, src) + off,
                df_comm_bytes(&c[i], src, dst));
   }
-  df_ptx_fence_gpu();
+  /* The block barrier orders every thread's staging writes before the
+     leader's release stores, which are cumulative: no per-thread gpu
+     fence is needed. */
   df_ptx_bar_sync();
   if (df_rt_leader(rt))
     for (uint32_t i = 0; i < n; i++) {

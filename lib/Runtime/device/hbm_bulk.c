@@ -7,14 +7,14 @@
    one tile of it is in flight on the receiving CTA (issue 8). */
 #include "runtime.h"
 
-/* All threads that call it: acquire-poll until the flag reaches `epoch`. */
+/* The leader: acquire-poll until the flag reaches `epoch`. A tight spin:
+   each poll is an L2 round trip already, and one polling thread per CTA
+   adds little traffic; a sleep between polls would only add to the
+   latency of the edge. */
 void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch) {
   uint64_t a = df_gaddr(&rt->flags[flag]);
-  for (uint32_t n = 1; df_ptx_ld_acquire_gpu(a) < epoch; n++) {
-    df_ptx_nanosleep(DF_POLL_SLEEP_NS);
-    if (df_rt_leader(rt))
-      df_rt_check_abort(rt, n);
-  }
+  for (uint32_t n = 1; df_ptx_ld_acquire_gpu(a) < epoch; n++)
+    df_rt_check_abort(rt, n);
 }
 
 /* Whether group c[0..g) (one transfer, its segments) can go through the

@@ -41,6 +41,38 @@ static df_rt rt_make(const df_abi_slot *slots, const df_abi_comm *comms, uint8_t
   return rt;
 }
 
+/* Queue records travel in chunks: lane l of every warp loads record
+   base + l (vector loads), and each instruction's record is then
+   read from lane pc - base with warp shuffles. One L2 round trip serves
+   up to 32 instructions, instead of one (or more: a load per field) per
+   instruction. A CTA whose thread count is not a multiple of 32 has a
+   partial warp, so it takes chunks of one record (lane 0). */
+typedef struct df_chunk {
+  uint32_t w[8];     /* this lane's record */
+  uint32_t base;     /* queue index of lane 0's record */
+  uint32_t span;     /* records per chunk: 32, or 1 */
+  uint32_t lane, mask;
+} df_chunk;
+
+DF_RT void chunk_load(df_chunk *k, const df_abi_instr *queue, uint32_t base, uint32_t length) {
+  k->base = base;
+  if (k->lane < k->span && base + k->lane < length) {
+    const df_abi_instr r = queue[base + k->lane];
+    k->w[0] = r.opcode;
+    k->w[1] = r.handler_id;
+    k->w[2] = r.task_id;
+    k->w[3] = r.arg_offset;
+    k->w[4] = r.comm_offset;
+    k->w[5] = r.comm_count;
+    k->w[6] = r.slot_id;
+    k->w[7] = r.flags;
+  }
+}
+
+DF_RT uint32_t chunk_word(const df_chunk *k, uint32_t pc, int i) {
+  return (uint32_t)__nvvm_shfl_sync_idx_i32(k->mask, (int)k->w[i], (int)(pc - k->base), 31);
+}
+
 /* Kernel parameters, in order (REFERENCE 6, then df's by-value words):
      0 instructions          const df_abi_instr *     packed queues
      1 queue_offsets         const uint32_t *         first instruction per queue
@@ -121,15 +153,26 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
 
   const df_abi_instr *queue = instructions + queue_offsets[q];
   const uint32_t length = queue_lengths[q];
+  df_chunk k;
+  k.lane = rt.tid & 31u;
+  k.span = (rt.threads & 31u) ? 1u : 32u;
+  k.mask = (uint32_t)__nvvm_activemask(); /* every thread is here, converged */
+  k.base = 0;
+  for (int i = 0; i < 8; i++)
+    k.w[i] = 0;
+  if (length)
+    chunk_load(&k, queue, 0, length);
   for (uint32_t pc = 0; pc < length; pc++) {
-    const df_abi_instr *in = &queue[pc];
-    const uint32_t op = in->opcode;
+    if (pc - k.base >= k.span)
+      chunk_load(&k, queue, pc, length);
+    const uint32_t op = chunk_word(&k, pc, 0);
     if (op == DF_ABI_OP_EXIT)
       break;
-    const df_abi_args *a = (const df_abi_args *)(args + in->arg_offset);
-    const df_abi_comm *c = comms + in->comm_offset;
-    const uint32_t n = in->comm_count;
-    const uint32_t kinds = df_comm_kinds_checked(c, n);
+    const uint32_t handler_id = chunk_word(&k, pc, 1);
+    const df_abi_args *a = (const df_abi_args *)(args + chunk_word(&k, pc, 3));
+    const df_abi_comm *c = comms + chunk_word(&k, pc, 4);
+    const uint32_t n = chunk_word(&k, pc, 5);
+    const uint32_t kinds = n ? df_comm_kinds_checked(c, n) : 0;
 
     df_rt_mark_pc(&rt, pc);
     df_rt_source_guard(&rt, a, c, n);
@@ -138,10 +181,10 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     if (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT)))
       df_rt_hbm_recv(&rt, c, n);
 
-    if (in->handler_id != DF_SENTINEL) {
+    if (handler_id != DF_SENTINEL) {
       ctx.args = a;
-      df_rt_mark(&rt, DF_PHASE_HANDLER, in->handler_id, a->task_id);
-      df_dispatch(in->handler_id, &ctx);
+      df_rt_mark(&rt, DF_PHASE_HANDLER, handler_id, a->task_id);
+      df_dispatch(handler_id, &ctx);
     }
     if (op == DF_ABI_OP_CLUSTER_SYNC && df_rt_clustered(&rt))
       df_ptx_cluster_sync();

@@ -17,7 +17,6 @@
 
 #define DF_RT static inline __attribute__((always_inline))
 #define DF_KIND_BIT(k) (1u << (k))
-#define DF_POLL_SLEEP_NS 64u
 
 /* Defined by the generated module (lib/Target): the plan's feature bits
    and, with DF_FEATURE_EMBEDDED_PLAN, its records. Both are constants
