@@ -8,7 +8,8 @@
    and df_pack as a whole (barriers + layout + records + launch package,
    no fingerprint). Prints one table of medians; the ns-per-instruction
    columns show whether a stage grows linearly with the batch.
-   Usage: bench_replan [steps] (default 21). */
+   Usage: bench_replan [steps [sequences...]] (default 21 steps; 64, 256
+   and 1024 sequences). */
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
@@ -153,8 +154,15 @@ int main(int argc, char **argv) {
   printf("| sequences | instrs | slots | schedule us | barriers us | layout us | pack us | "
          "re-plan us | sched ns/in | barr ns/in | layout ns/in | pack ns/in | re-plan ns/in "
          "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  static const uint32_t batches[] = {64, 256, 1024};
-  for (size_t i = 0; i < sizeof batches / sizeof *batches; i++) {
+  uint32_t batches[16] = {64, 256, 1024}, nb = 3;
+  if (argc > 2)
+    for (nb = 0; nb < 16 && (int)nb + 2 < argc; nb++)
+      batches[nb] = (uint32_t)strtoul(argv[nb + 2], NULL, 10);
+  for (uint32_t i = 0; i < nb; i++) {
+    if (batches[i] == 0 || batches[i] > 65536) {
+      fprintf(stderr, "bench_replan: sequences must be in 1..65536, got %u\n", batches[i]);
+      return 2;
+    }
     row r = measure(prog, batches[i], steps);
     double total = r.us[SCHED] + r.us[PACK], per = 1000.0 / r.instrs;
     printf("| %u | %.0f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f "
