@@ -118,7 +118,8 @@ static df_status in_edges(const df_plan *p, const df_hb_edge *extra, uint32_t ex
 /* Four clock entries at a time: baseline x86-64 (SSE2) has no unsigned
    32-bit max instruction, so gcc leaves the scalar loop alone; the vector
    extension lowers the compare-and-select to a few SSE2 operations. The
-   rows are a re-plan's hottest loop (clock rows x up to 132 columns). */
+   merge is one of a re-plan's hottest loops (clock rows x up to 132
+   columns). */
 typedef uint32_t df_hb_v4 __attribute__((vector_size(16)));
 
 static void max_into(uint32_t *d, const uint32_t *s, uint32_t n) {
