@@ -186,7 +186,16 @@ static uint64_t offsets_take(offsets *t, uint32_t key, uint64_t advance) {
    (a transfer's source and target may be one slot id, at one offset in
    both CTAs) and the SMs that read it. A storage key takes the lowest
    offset free in all the CTAs of all its slots (first fit, slots in id
-   order), and the dynamic shared memory is the fullest CTA's. */
+   order), and the dynamic shared memory is the fullest CTA's.
+
+   Per CTA the taken bytes are a sorted array of disjoint, coalesced
+   ranges. The first fit of a key starts at 0 and asks each of its CTAs in
+   turn for the lowest free offset >= the candidate with room for the key
+   (binary search, then a walk over the gaps too small for it) until every
+   CTA returns the candidate unchanged: that is the lowest offset free in
+   all of them. Ranges are never freed, so neighbours coalesce and a CTA
+   keeps few ranges (4-15 in decode re-plans of 64-1024 sequences), and
+   the layout grows about linearly with the plan. */
 typedef struct interval {
   uint64_t lo, hi;
 } interval;
@@ -194,35 +203,39 @@ typedef struct interval {
 typedef struct shared_alloc {
   bool per_cta;
   offsets flat;
-  uint32_t words;   /* u32 words of one CTA bitset */
-  uint32_t *ctas;   /* per storage key (< slot_count): bitset of CTAs */
+  uint32_t *first;  /* per storage key (slot_count + 1): start in cta[] */
+  uint32_t *cta;    /* CTAs of each key, ascending, no repeats */
   uint32_t *offset; /* per storage key: offset, DF_SENTINEL = none yet */
-  interval **taken; /* per CTA: occupied byte ranges */
+  interval **taken; /* per CTA: occupied byte ranges, sorted, coalesced */
   uint32_t *used;   /* per CTA: entries of taken */
   uint32_t sm_count;
 } shared_alloc;
 
-static void mark_cta(shared_alloc *sa, uint32_t key, uint32_t sm) {
-  if (sm < sa->sm_count)
-    sa->ctas[(size_t)key * sa->words + sm / 32] |= 1u << (sm % 32);
+/* (key, CTA) pairs of the plan, before grouping by key. */
+typedef struct cta_marks {
+  uint32_t *key, *sm, n, cap;
+} cta_marks;
+
+static void mark_cta(cta_marks *m, uint32_t key, uint32_t sm, uint32_t sm_count) {
+  if (sm < sm_count && m->n < m->cap) {
+    m->key[m->n] = key;
+    m->sm[m->n++] = sm;
+  }
 }
 
-static df_status shared_alloc_init(const df_plan *p, const df_layout_options *o, df_arena *a,
-                                   shared_alloc *sa) {
-  memset(sa, 0, sizeof *sa);
-  sa->per_cta = o && o->per_cta_shared;
-  if (!offsets_init(&sa->flat, a, p->slot_count))
-    return DF_ARENA_OOM("the slot layout");
-  if (!sa->per_cta)
-    return df_status_ok();
-  uint32_t n = p->slot_count ? p->slot_count : 1;
-  sa->sm_count = p->topology.sm_count ? p->topology.sm_count : 1;
-  sa->words = (sa->sm_count + 31) / 32;
-  sa->ctas = df_arena_zero(a, (uint64_t)n * sa->words, sizeof(uint32_t));
-  sa->offset = df_arena_sentinels(a, n);
-  sa->taken = df_arena_zero(a, sa->sm_count, sizeof(interval *));
-  sa->used = df_arena_zero(a, sa->sm_count, sizeof(uint32_t));
-  if (!sa->ctas || !sa->offset || !sa->taken || !sa->used)
+static df_status collect_marks(const df_plan *p, uint32_t sm_count, cta_marks *m,
+                               df_arena *a) {
+  uint64_t cap = 2ull * p->slot_count + p->comm_count + p->instr_count;
+  for (uint32_t i = 0; i < p->instr_count; i++)
+    cap += p->instrs[i].input_count;
+  if (cap > UINT32_MAX)
+    return df_status_errorf(DF_EINVAL, "per-CTA slot layout: %llu slot uses exceed uint32",
+                            (unsigned long long)cap);
+  m->n = 0;
+  m->cap = (uint32_t)cap;
+  m->key = df_arena_array(a, cap, sizeof(uint32_t));
+  m->sm = df_arena_array(a, cap, sizeof(uint32_t));
+  if (!m->key || !m->sm)
     return DF_ARENA_OOM("the per-CTA slot layout");
   for (uint32_t id = 0; id < p->slot_count; id++) {
     const df_slot *s = &p->slots[id];
@@ -233,66 +246,147 @@ static df_status shared_alloc_init(const df_plan *p, const df_layout_options *o,
                               "%u slots",
                               id, key, p->slot_count);
     if (s->owner != DF_SENTINEL)
-      mark_cta(sa, key, s->owner);
+      mark_cta(m, key, s->owner, sm_count);
     if (s->producer < p->instr_count)
-      mark_cta(sa, key, p->instrs[s->producer].sm);
+      mark_cta(m, key, p->instrs[s->producer].sm, sm_count);
   }
   for (uint32_t i = 0; i < p->comm_count; i++) {
     const df_comm *c = &p->comms[i];
     if (c->dst_slot < p->slot_count && df_comm_kind_is_recv(c->kind))
-      mark_cta(sa, shared_key(&p->slots[c->dst_slot]), c->consumer_sm);
+      mark_cta(m, shared_key(&p->slots[c->dst_slot]), c->consumer_sm, sm_count);
     if (c->src_slot < p->slot_count && !df_comm_kind_is_recv(c->kind))
-      mark_cta(sa, shared_key(&p->slots[c->src_slot]), c->producer_sm);
+      mark_cta(m, shared_key(&p->slots[c->src_slot]), c->producer_sm, sm_count);
   }
   for (uint32_t i = 0; i < p->instr_count; i++) {
     const df_instr *in = &p->instrs[i];
     for (uint32_t j = 0; j < in->input_count; j++) {
       uint32_t sl = p->inputs[in->input_offset + j];
       if (sl < p->slot_count)
-        mark_cta(sa, shared_key(&p->slots[sl]), in->sm);
+        mark_cta(m, shared_key(&p->slots[sl]), in->sm, sm_count);
     }
     if (in->output_slot < p->slot_count)
-      mark_cta(sa, shared_key(&p->slots[in->output_slot]), in->sm);
+      mark_cta(m, shared_key(&p->slots[in->output_slot]), in->sm, sm_count);
+  }
+  return df_status_ok();
+}
+
+static df_status shared_alloc_init(const df_plan *p, const df_layout_options *o, df_arena *a,
+                                   shared_alloc *sa) {
+  memset(sa, 0, sizeof *sa);
+  sa->per_cta = o && o->per_cta_shared;
+  if (!offsets_init(&sa->flat, a, p->slot_count))
+    return DF_ARENA_OOM("the slot layout");
+  if (!sa->per_cta)
+    return df_status_ok();
+  uint32_t n = p->slot_count;
+  sa->sm_count = p->topology.sm_count ? p->topology.sm_count : 1;
+  cta_marks m = {NULL, NULL, 0, 0};
+  DF_TRY(collect_marks(p, sa->sm_count, &m, a));
+  /* Group the marks by key (counting sort: CTAs ascending within a key
+     since the marks are bucketed by CTA first), dropping repeats. */
+  uint32_t *by_sm = df_arena_zero(a, (uint64_t)sa->sm_count + 1, sizeof(uint32_t));
+  uint32_t *order = df_arena_array(a, m.n ? m.n : 1, sizeof(uint32_t));
+  uint32_t *count = df_arena_zero(a, (uint64_t)n + 1, sizeof(uint32_t));
+  uint32_t *last = df_arena_sentinels(a, n ? n : 1);
+  sa->first = df_arena_zero(a, (uint64_t)n + 1, sizeof(uint32_t));
+  sa->cta = df_arena_array(a, m.n ? m.n : 1, sizeof(uint32_t));
+  sa->offset = df_arena_sentinels(a, n ? n : 1);
+  sa->taken = df_arena_zero(a, sa->sm_count, sizeof(interval *));
+  sa->used = df_arena_zero(a, sa->sm_count, sizeof(uint32_t));
+  uint32_t *room = df_arena_zero(a, sa->sm_count, sizeof(uint32_t));
+  if (!by_sm || !order || !count || !last || !sa->first || !sa->cta || !sa->offset ||
+      !sa->taken || !sa->used || !room)
+    return DF_ARENA_OOM("the per-CTA slot layout");
+  for (uint32_t i = 0; i < m.n; i++)
+    by_sm[m.sm[i] + 1]++;
+  for (uint32_t s = 0; s < sa->sm_count; s++)
+    by_sm[s + 1] += by_sm[s];
+  for (uint32_t i = 0; i < m.n; i++)
+    order[by_sm[m.sm[i]]++] = i;
+  /* order[] now lists marks by CTA; keep the first (key, CTA) of each. */
+  uint32_t kept = 0;
+  for (uint32_t r = 0; r < m.n; r++) {
+    uint32_t i = order[r];
+    if (last[m.key[i]] == m.sm[i])
+      continue;
+    last[m.key[i]] = m.sm[i];
+    order[kept++] = i;
+    count[m.key[i] + 1]++;
+    room[m.sm[i]]++;
+  }
+  for (uint32_t k = 0; k < n; k++)
+    count[k + 1] += count[k];
+  memcpy(sa->first, count, sizeof(uint32_t) * ((size_t)n + 1));
+  for (uint32_t r = 0; r < kept; r++) {
+    uint32_t i = order[r];
+    sa->cta[count[m.key[i]]++] = m.sm[i];
   }
   /* Room for one range per key in each of its CTAs. */
-  uint32_t *count = df_arena_zero(a, sa->sm_count, sizeof(uint32_t));
-  if (!count)
-    return DF_ARENA_OOM("the per-CTA slot layout");
-  for (uint32_t key = 0; key < p->slot_count; key++)
-    for (uint32_t sm = 0; sm < sa->sm_count; sm++)
-      count[sm] += (sa->ctas[(size_t)key * sa->words + sm / 32] >> (sm % 32)) & 1u;
   for (uint32_t sm = 0; sm < sa->sm_count; sm++)
-    if (!(sa->taken[sm] = df_arena_array(a, count[sm] ? count[sm] : 1, sizeof(interval))))
+    if (!(sa->taken[sm] = df_arena_array(a, room[sm] ? room[sm] : 1, sizeof(interval))))
       return DF_ARENA_OOM("the per-CTA slot layout");
   return df_status_ok();
 }
 
-static bool in_set(const uint32_t *set, uint32_t sm) { return (set[sm / 32] >> (sm % 32)) & 1u; }
+/* First range of CTA `sm` that ends after `at` (binary search). */
+static uint32_t first_after(const shared_alloc *sa, uint32_t sm, uint64_t at) {
+  const interval *t = sa->taken[sm];
+  uint32_t lo = 0, hi = sa->used[sm];
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (t[mid].hi <= at)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Lowest offset >= `at` where `advance` bytes are free in CTA `sm`. */
+static uint64_t fit_in(const shared_alloc *sa, uint32_t sm, uint64_t at, uint64_t advance) {
+  const interval *t = sa->taken[sm];
+  for (uint32_t i = first_after(sa, sm, at); i < sa->used[sm] && t[i].lo < at + advance; i++)
+    at = t[i].hi;
+  return at;
+}
+
+/* Take [lo, hi), free in CTA `sm`, keeping the ranges sorted and
+   coalesced. */
+static void occupy(shared_alloc *sa, uint32_t sm, uint64_t lo, uint64_t hi) {
+  interval *t = sa->taken[sm];
+  uint32_t n = sa->used[sm], j = first_after(sa, sm, lo);
+  bool left = j > 0 && t[j - 1].hi == lo, right = j < n && t[j].lo == hi;
+  if (left && right) {
+    t[j - 1].hi = t[j].hi;
+    memmove(t + j, t + j + 1, sizeof *t * (n - j - 1));
+    sa->used[sm]--;
+  } else if (left) {
+    t[j - 1].hi = hi;
+  } else if (right) {
+    t[j].lo = lo;
+  } else {
+    memmove(t + j + 1, t + j, sizeof *t * (n - j));
+    t[j] = (interval){lo, hi};
+    sa->used[sm]++;
+  }
+}
 
 static uint64_t shared_take(shared_alloc *sa, uint32_t key, uint64_t advance) {
   if (!sa->per_cta)
     return offsets_take(&sa->flat, key, advance);
   if (sa->offset[key] != DF_SENTINEL)
     return sa->offset[key];
-  const uint32_t *set = sa->ctas + (size_t)key * sa->words;
+  const uint32_t *set = sa->cta + sa->first[key];
+  uint32_t m = sa->first[key + 1] - sa->first[key];
   uint64_t off = 0;
-  for (bool moved = true; moved;) { /* first fit across the key's CTAs */
-    moved = false;
-    for (uint32_t sm = 0; sm < sa->sm_count; sm++) {
-      if (!in_set(set, sm))
-        continue;
-      for (uint32_t i = 0; i < sa->used[sm]; i++) {
-        const interval *t = &sa->taken[sm][i];
-        if (t->lo < off + advance && off < t->hi) {
-          off = t->hi;
-          moved = true;
-        }
-      }
-    }
+  /* Cycle through the CTAs until m in a row leave the candidate alone. */
+  for (uint32_t i = 0, agree = 0; agree < m; i = i + 1 < m ? i + 1 : 0) {
+    uint64_t at = fit_in(sa, set[i], off, advance);
+    agree = at == off ? agree + 1 : 1;
+    off = at;
   }
-  for (uint32_t sm = 0; sm < sa->sm_count; sm++)
-    if (in_set(set, sm))
-      sa->taken[sm][sa->used[sm]++] = (interval){off, off + advance};
+  for (uint32_t i = 0; i < m; i++)
+    occupy(sa, set[i], off, off + advance);
   sa->offset[key] = off < DF_SENTINEL ? (uint32_t)off : DF_SENTINEL - 1;
   return off;
 }

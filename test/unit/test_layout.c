@@ -375,6 +375,155 @@ static void per_cta_shared_layout(void **state) {
   }
 }
 
+/* ---- per-CTA layout against a straightforward reference ---------------- */
+
+static uint32_t ref_key(const df_slot *s) {
+  return s->private_shared || s->shared_storage == S ? s->id : s->shared_storage;
+}
+
+static void ref_mark(const df_plan *p, uint8_t *set, uint32_t key, uint32_t slot,
+                     uint32_t sm) {
+  if (slot < p->slot_count && ref_key(&p->slots[slot]) == key && sm < p->topology.sm_count)
+    set[sm] = 1;
+}
+
+/* The CTAs that hold storage key `key`: owners and producers' SMs of its
+   slots, receivers of transfers into them, senders out of them, and the
+   SMs of the instructions that read or write them. */
+static void ref_ctas(const df_plan *p, uint32_t key, uint8_t *set) {
+  memset(set, 0, p->topology.sm_count);
+  for (uint32_t i = 0; i < p->slot_count; i++) {
+    if (p->slots[i].owner != S)
+      ref_mark(p, set, key, i, p->slots[i].owner);
+    if (p->slots[i].producer < p->instr_count)
+      ref_mark(p, set, key, i, p->instrs[p->slots[i].producer].sm);
+  }
+  for (uint32_t i = 0; i < p->comm_count; i++) {
+    const df_comm *c = &p->comms[i];
+    if (df_comm_kind_is_recv(c->kind))
+      ref_mark(p, set, key, c->dst_slot, c->consumer_sm);
+    else
+      ref_mark(p, set, key, c->src_slot, c->producer_sm);
+  }
+  for (uint32_t i = 0; i < p->instr_count; i++) {
+    const df_instr *in = &p->instrs[i];
+    for (uint32_t j = 0; j < in->input_count; j++)
+      ref_mark(p, set, key, p->inputs[in->input_offset + j], in->sm);
+    ref_mark(p, set, key, in->output_slot, in->sm);
+  }
+}
+
+/* Reference per-CTA shared offsets: slots in id order; a new storage key
+   tries 0 and every end of a range taken in one of its CTAs, lowest
+   first, and takes the first that overlaps nothing in any of them. */
+static void ref_per_cta(const df_plan *p, const uint8_t *direct, uint32_t *offset,
+                        uint32_t *arena) {
+  uint32_t n = p->slot_count, sms = p->topology.sm_count;
+  uint64_t *lo = calloc(n + 1, sizeof *lo), *hi = calloc(n + 1, sizeof *hi);
+  uint8_t *in = calloc((size_t)(n + 1) * sms, 1); /* per taken range: its CTAs */
+  uint32_t *key_off = malloc(sizeof *key_off * (n + 1)), ranges = 0;
+  memset(key_off, 0xFF, sizeof *key_off * (n + 1));
+  uint64_t end = 0;
+  for (uint32_t id = 0; id < n; id++) {
+    const df_slot *s = &p->slots[id];
+    offset[id] = S;
+    if (s->scratch_backed || direct[id])
+      continue;
+    uint64_t bytes = p->types[s->type].bytes;
+    uint64_t adv = ((bytes > 16 ? bytes : 16) + 15) / 16 * 16;
+    uint32_t key = ref_key(s);
+    if (key_off[key] == S) {
+      uint8_t *set = in + (size_t)ranges * sms;
+      ref_ctas(p, key, set);
+      uint64_t best = UINT64_MAX;
+      for (uint32_t c = 0; c <= ranges; c++) {
+        uint64_t at = c == ranges ? 0 : hi[c];
+        bool free_here = at < best;
+        for (uint32_t r = 0; free_here && r < ranges; r++) {
+          bool shared_cta = false;
+          for (uint32_t sm = 0; sm < sms && !shared_cta; sm++)
+            shared_cta = set[sm] && in[(size_t)r * sms + sm];
+          free_here = !shared_cta || hi[r] <= at || lo[r] >= at + adv;
+        }
+        if (free_here)
+          best = at;
+      }
+      lo[ranges] = best;
+      hi[ranges++] = best + adv;
+      key_off[key] = (uint32_t)best;
+    }
+    offset[id] = key_off[key];
+    if (offset[id] + bytes > end)
+      end = offset[id] + bytes;
+  }
+  *arena = (uint32_t)((end + 15) / 16 * 16);
+  free(lo);
+  free(hi);
+  free(in);
+  free(key_off);
+}
+
+static uint32_t next_rand(uint32_t *x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 17;
+  *x ^= *x << 5;
+  return *x;
+}
+
+/* Scheduled plans of random shape, then slots of mixed sizes, aliased
+   shared storage and explicit owners: the library's per-CTA offsets are
+   the reference's, slot for slot. */
+static void per_cta_matches_reference(void **state) {
+  (void)state;
+  uint32_t x = 2463534242u;
+  for (int round = 0; round < 40; round++) {
+    uint32_t sms = 2 + next_rand(&x) % 30, tasks = 1 + next_rand(&x) % 24;
+    sms += sms % 2;
+    uint32_t kv[24];
+    for (uint32_t t = 0; t < tasks; t++)
+      kv[t] = 16 + next_rand(&x) % 4096;
+    df_policy pol = next_rand(&x) % 2 ? DF_POLICY_ROUND_ROBIN : DF_POLICY_CLUSTER_LOCAL;
+    df_reduce_strategy st = pol == DF_POLICY_CLUSTER_LOCAL && next_rand(&x) % 2
+                                ? DF_REDUCE_STREAMING
+                                : DF_REDUCE_ALL_AT_ONCE;
+    df_plan *p = seed_schedule_attention(sms, 2, kv, tasks, 128, pol, st, round % 3 != 0);
+    if (round % 2) {
+      int32_t types[3];
+      const uint32_t bytes[3] = {8, 100, 3000};
+      for (int k = 0; k < 3; k++)
+        assert_int_equal(df_plan_add_type(p, "T", bytes[k], &types[k]).code, DF_OK);
+      for (uint32_t i = 0; i < p->slot_count; i++) {
+        df_slot *s = &p->slots[i];
+        uint32_t r = next_rand(&x) % 16;
+        if (r < 4)
+          s->type = types[r % 3];
+        else if (r < 6 && i > 0) {
+          s->shared_storage = next_rand(&x) % i;
+          s->private_shared = false;
+        } else if (r == 6)
+          s->owner = next_rand(&x) % sms;
+      }
+    }
+    df_layout_options o;
+    memset(&o, 0, sizeof o);
+    o.per_cta_shared = true;
+    df_slot_layout l = lay(p, &o, false);
+    uint8_t *direct = calloc(p->slot_count + 1, 1);
+    uint32_t *want = malloc(sizeof *want * (p->slot_count + 1)), arena;
+    assert_int_equal(df_direct_global_slots(p, &o, direct).code, DF_OK);
+    ref_per_cta(p, direct, want, &arena);
+    for (uint32_t i = 0; i < p->slot_count; i++)
+      if (want[i] != S && l.slots[i].shared_offset != want[i])
+        fail_msg("round %d slot %u: offset %u, reference %u", round, i,
+                 l.slots[i].shared_offset, want[i]);
+    assert_int_equal(l.shared_slot_bytes, arena);
+    free(direct);
+    free(want);
+    df_slot_layout_free(&l, NULL);
+    df_plan_destroy(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(seed_plan_layout),
@@ -387,6 +536,7 @@ int main(void) {
       cmocka_unit_test(direct_global_errors),
       cmocka_unit_test(layout_errors),
       cmocka_unit_test(per_cta_shared_layout),
+      cmocka_unit_test(per_cta_matches_reference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
