@@ -26,18 +26,6 @@ static void combine_finalize(const df_ctx *c) {
   ht_finalize(&x);
 }
 
-static df_status run(const df_packed *k, const df_handler_fn *h, uint32_t tasks, uint32_t block,
-                     const df_host_options *o, float **rows, df_host_result *res) {
-  *rows = calloc((size_t)tasks * HT_ATTN_ROW, sizeof(float));
-  df_abi_tensor_arg t[4];
-  memset(t, 0, sizeof t);
-  t[HT_ATTN_OUT_TENSOR].data_ptr = (uint64_t)(uintptr_t)*rows;
-  t[HT_ATTN_OUT_TENSOR].ndim = 2;
-  t[HT_ATTN_OUT_TENSOR].dtype_code = DF_TENSOR_DTYPE_FLOAT;
-  t[HT_ATTN_OUT_TENSOR].dtype_bits = 32;
-  return df_host_run(k, h, k->handler_count, t, 4, block, o, res);
-}
-
 static df_plan *fused(const df_plan *p, df_fuse_report *r) {
   df_plan *q;
   assert_int_equal(df_plan_clone(p, &q).code, DF_OK);
@@ -58,14 +46,8 @@ static void random_plans_parity(void **state) {
     uint32_t tasks = ht_rand(&seed, 1, 24), kv[24];
     for (uint32_t t = 0; t < tasks; t++)
       kv[t] = ht_rand(&seed, 0, 3) == 0 ? ht_rand(&seed, 200, 2000) : ht_rand(&seed, 1, 64);
-    const struct {
-      df_policy p;
-      df_reduce_strategy s;
-    } combos[4] = {{DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE},
-                   {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_ALL_AT_ONCE},
-                   {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING},
-                   {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING_TREE}};
-    for (int c = 0; c < 4; c++) {
+    const ht_combo *combos = ht_combos;
+    for (int c = 0; c < HT_COMBOS; c++) {
       const df_program *prog = combos[c].s == DF_REDUCE_STREAMING_TREE ? assoc : nary;
       df_plan *p = ht_schedule(prog, 8, round % 2 ? 4 : 2, kv, tasks, 64, combos[c].p,
                                combos[c].s, c % 2 == 0);
@@ -77,14 +59,14 @@ static void random_plans_parity(void **state) {
       df_host_options o = df_host_options_default();
       float *ru, *rf;
       df_host_result res;
-      df_status st = run(ku, hu, tasks, 64, &o, &ru, &res);
+      df_status st = ht_run_attention_with(ku, hu, tasks, 64, &o, &ru, &res);
       df_host_result_free(&res);
       for (int v = 0; st.code == DF_OK && v < 4; v++) {
         o = df_host_options_default();
         o.reverse = v == 1;
         o.quantum = v == 2 ? 1 : 0;
         o.threads = v == 3 ? 4 : 1;
-        df_status sf = run(kf, hf, tasks, 64, &o, &rf, &res);
+        df_status sf = ht_run_attention_with(kf, hf, tasks, 64, &o, &rf, &res);
         if (sf.code != DF_OK)
           fprintf(stderr, "round %d combo %d variant %d: %s\n", round, c, v,
                   res.diag.report ? res.diag.report : sf.message);
@@ -131,7 +113,7 @@ static void seed_composite_function(void **state) {
       o.threads = (uint32_t)threads;
       float *rows;
       df_host_result res;
-      df_status st = run(k, h, 2, 128, &o, &rows, &res);
+      df_status st = ht_run_attention_with(k, h, 2, 128, &o, &rows, &res);
       if (st.code != DF_OK)
         fprintf(stderr, "%s\n", res.diag.report ? res.diag.report : st.message);
       assert_int_equal(st.code, DF_OK);
@@ -159,7 +141,7 @@ static void fused_diagnoses(void **state) {
   df_host_options o = df_host_options_default();
   float *rows;
   df_host_result res;
-  df_status st = run(k, h, 2, 128, &o, &rows, &res);
+  df_status st = ht_run_attention_with(k, h, 2, 128, &o, &rows, &res);
   assert_int_equal(st.code, DF_EINVAL);
   assert_int_equal(res.diag.kind, DF_HOST_DIAG_MISSING_HANDLER);
   assert_true(hand_error_has(st, "a fused instruction needs its composite function"));
@@ -170,13 +152,13 @@ static void fused_diagnoses(void **state) {
   uint32_t pi = ht_packed_index(k, 7);
   df_abi_args *a = &k->args[k->instrs[pi].arg_offset / sizeof(df_abi_args)];
   a->reserved1 = 3;
-  st = run(k, h, 2, 128, &o, &rows, &res);
+  st = ht_run_attention_with(k, h, 2, 128, &o, &rows, &res);
   assert_int_equal(st.code, DF_EINVAL);
   assert_true(hand_error_has(st, "fuses 3 parts from args record"));
   df_host_result_free(&res);
   free(rows);
   a->reserved1 = 1;
-  st = run(k, h, 2, 128, &o, &rows, &res);
+  st = ht_run_attention_with(k, h, 2, 128, &o, &rows, &res);
   assert_true(hand_error_has(st, "args word 15 (fused parts) is 1"));
   df_host_result_free(&res);
   free(rows);
