@@ -93,18 +93,39 @@ static void random_plans_parity(void **state) {
   df_program_destroy(nary);
 }
 
+/* The seed plan fused, packed, with the test handler table. */
+typedef struct fused_seed {
+  df_plan *p, *q;
+  df_packed *k;
+  df_handler_fn *h;
+} fused_seed;
+
+static fused_seed fused_seed_make(void) {
+  fused_seed f;
+  f.p = seed_make_plan();
+  f.q = fused(f.p, NULL);
+  f.k = ht_pack(f.q, NULL);
+  f.h = ht_handlers(f.k);
+  return f;
+}
+
+static void fused_seed_free(fused_seed *f) {
+  free(f->h);
+  df_packed_destroy(f->k);
+  df_plan_destroy(f->q);
+  df_plan_destroy(f->p);
+}
+
 /* The seed plan: composites through a composite function (one call; the
    inner input slot 3 is written by the first part inside the call) and
    part by part; both equal the unfused run and the reference. */
 static void seed_composite_function(void **state) {
   (void)state;
   static const uint32_t kv[2] = {384, 256};
-  df_plan *p = seed_make_plan();
-  df_fuse_report r;
-  df_plan *q = fused(p, &r);
-  df_packed *k = ht_pack(q, NULL);
+  fused_seed f = fused_seed_make();
+  df_packed *k = f.k;
+  df_handler_fn *h = f.h;
   assert_int_equal(k->handlers[4].part_count, 2);
-  df_handler_fn *h = ht_handlers(k);
   assert_null(h[4]); /* no function for "combine+finalize": parts */
   for (int mode = 0; mode < 2; mode++) {
     h[4] = h[5] = mode ? combine_finalize : NULL;
@@ -123,19 +144,14 @@ static void seed_composite_function(void **state) {
       free(rows);
     }
   }
-  free(h);
-  df_packed_destroy(k);
-  df_plan_destroy(q);
-  df_plan_destroy(p);
+  fused_seed_free(&f);
 }
 
 static void fused_diagnoses(void **state) {
   (void)state;
-  df_plan *p = seed_make_plan();
-  df_fuse_report r;
-  df_plan *q = fused(p, &r);
-  df_packed *k = ht_pack(q, NULL);
-  df_handler_fn *h = ht_handlers(k);
+  fused_seed f = fused_seed_make();
+  df_packed *k = f.k;
+  df_handler_fn *h = f.h;
   /* neither a composite function nor every part */
   h[2] = NULL;
   df_host_options o = df_host_options_default();
@@ -162,10 +178,7 @@ static void fused_diagnoses(void **state) {
   assert_true(hand_error_has(st, "args word 15 (fused parts) is 1"));
   df_host_result_free(&res);
   free(rows);
-  free(h);
-  df_packed_destroy(k);
-  df_plan_destroy(q);
-  df_plan_destroy(p);
+  fused_seed_free(&f);
 }
 
 int main(void) {
