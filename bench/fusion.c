@@ -5,30 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attention_program.h"
+#include "bench_util.h"
 #include "df/cost.h"
 #include "df/fuse.h"
 #include "df/plan.h"
 
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static void die(df_status s, const char *what) {
-  if (s.code != DF_OK) {
-    fprintf(stderr, "bench_fusion: %s: %s\n", what, s.message);
-    exit(1);
-  }
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+static void die(df_status s, const char *what) { bench_check("bench_fusion", s, what); }
 
 static df_cost cost_of(const df_plan *p, double r) {
   df_pack_options po;
@@ -52,17 +36,16 @@ static void row(const char *name, const df_program *prog, const df_schedule_opti
   df_fuse_report rep;
   for (int i = 0; i < repeats; i++) {
     df_plan_destroy(plan);
-    double t0 = now_us();
+    double t0 = bench_wall_us();
     die(df_schedule(prog, o, &plan), "schedule");
-    double t1 = now_us();
+    double t1 = bench_wall_us();
     die(df_plan_fuse(plan, NULL, &rep), "fuse");
-    double t2 = now_us();
+    double t2 = bench_wall_us();
     ts[i] = t1 - t0;
     tf[i] = t2 - t1;
   }
-  qsort(tf, repeats, sizeof(double), cmp_double);
-  qsort(ts, repeats, sizeof(double), cmp_double);
-  double fuse_us = tf[repeats / 2], sched_us = ts[repeats / 2];
+  double fuse_us = bench_median_upper(tf, (size_t)repeats);
+  double sched_us = bench_median_upper(ts, (size_t)repeats);
   const double rs[3] = {0.25, 0.0625, 0.03125};
   double ratio[3], cu = 0, cf = 0, pu = 0, pf = 0;
   for (int j = 0; j < 3; j++) {
@@ -91,27 +74,8 @@ static void row(const char *name, const df_program *prog, const df_schedule_opti
 
 static void lengths(uint32_t *out, uint32_t n, uint32_t lo, uint32_t hi, uint32_t seed) {
   uint32_t x = seed;
-  for (uint32_t i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    out[i] = lo + x % (hi - lo + 1);
-  }
-}
-
-static df_schedule_options options(uint32_t sms, uint32_t block, const uint32_t *kv,
-                                   uint32_t tasks, df_policy pol, df_reduce_strategy strat) {
-  df_schedule_options o = df_schedule_options_default();
-  o.topology.sm_count = sms;
-  o.topology.cluster_size = 2;
-  o.block_size = block;
-  o.range_count = 1;
-  o.ranges[0].axis = "kv";
-  o.ranges[0].count = tasks;
-  o.ranges[0].lengths = kv;
-  o.policy = pol;
-  o.strategy = strat;
-  return o;
+  for (uint32_t i = 0; i < n; i++)
+    out[i] = lo + bench_xorshift(&x) % (hi - lo + 1);
 }
 
 int main(int argc, char **argv) {
@@ -129,24 +93,24 @@ int main(int argc, char **argv) {
   printf("|--------------------------------------|--------|--------|----------|----------|"
          "--------|------------|------------|-------|-------|-------|-----------|-----------|\n");
   static const uint32_t seed_kv[2] = {384, 256};
-  df_schedule_options o = options(4, 128, seed_kv, 2, DF_POLICY_ROUND_ROBIN,
+  df_schedule_options o = bench_kv_options(4, 2, 128, seed_kv, 2, DF_POLICY_ROUND_ROBIN,
                                   DF_REDUCE_ALL_AT_ONCE);
   o.topology.sm_count = 4;
   row("seed make_plan (4 SMs)", prog, &o, repeats);
   uint32_t *kv = malloc(sizeof(uint32_t) * 4096);
   lengths(kv, 512, 1, 256, 99);
-  o = options(132, 256, kv, 512, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
+  o = bench_kv_options(132, 2, 256, kv, 512, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
   row("decode 512 tasks, kv 1-256 (1 block)", prog, &o, repeats);
   lengths(kv, 4096, 1, 256, 98);
-  o = options(132, 256, kv, 4096, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
+  o = bench_kv_options(132, 2, 256, kv, 4096, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
   row("decode 4096 tasks, kv 1-256", prog, &o, repeats > 5 ? 5 : repeats);
   lengths(kv, 512, 16, 1024, 97);
-  o = options(132, 256, kv, 512, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
+  o = bench_kv_options(132, 2, 256, kv, 512, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
   row("decode 512 tasks, kv 16-1024 rr", prog, &o, repeats);
-  o = options(132, 256, kv, 512, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING);
+  o = bench_kv_options(132, 2, 256, kv, 512, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING);
   row("decode 512 tasks, kv 16-1024 stream", prog, &o, repeats);
   lengths(kv, 512, 1024, 32768, 12345);
-  o = options(132, 256, kv, 512, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
+  o = bench_kv_options(132, 2, 256, kv, 512, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
   row("decode 512 tasks, kv 1K-32K rr", prog, &o, repeats > 5 ? 5 : repeats);
   free(kv);
   df_program_destroy(prog);

@@ -7,65 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "attention_program.h"
+#include "bench_util.h"
 #include "df/host_backend.h"
 #include "df/plan.h"
 
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static void die(df_status s, const char *what) {
-  if (s.code != DF_OK) {
-    fprintf(stderr, "bench_host_backend: %s: %s\n", what, s.message);
-    exit(1);
-  }
-}
+static void die(df_status s, const char *what) { bench_check("bench_host_backend", s, what); }
 
 static void noop(const df_ctx *ctx) { (void)ctx; }
-
-static df_program *attention_program(void) {
-  df_program *p;
-  die(df_program_create(NULL, "attention", &p), "program");
-  die(df_program_add_axis(p, "seq"), "axis");
-  die(df_program_add_axis(p, "head"), "axis");
-  die(df_program_add_range(p, "kv", "seq_lens"), "range");
-  df_field f[2];
-  memset(f, 0, sizeof f);
-  strcpy(f[0].name, "lse");
-  f[0].dtype = DF_DTYPE_FLOAT32;
-  strcpy(f[1].name, "o");
-  f[1].dtype = DF_DTYPE_FLOAT16;
-  f[1].rank = 1;
-  f[1].shape[0] = 128;
-  int32_t t, o0, o1, o2;
-  die(df_program_add_type(p, "AttnInter", 2, f, &t), "type");
-  df_param cb[1] = {{"items", DF_PARAM_INTER_LIST, t}};
-  df_param fz[1] = {{"inter", DF_PARAM_INTER, t}};
-  die(df_program_add_operator(p, "split_kv", DF_OPK_ITER, 0, NULL, t, &o0), "op");
-  die(df_program_add_operator(p, "combine", DF_OPK_REDUCE, 1, cb, t, &o1), "op");
-  die(df_program_add_operator(p, "finalize", DF_OPK_FINALIZE, 1, fz, -1, &o2), "op");
-  df_stage s;
-  memset(&s, 0, sizeof s);
-  s.logical_type = -1;
-  const char *names[3] = {"partial", "reduce", "finalize"};
-  df_stage_kind kinds[3] = {DF_STAGE_MAP, DF_STAGE_REDUCE, DF_STAGE_FINALIZE};
-  int32_t ops[3] = {o0, o1, o2};
-  for (int i = 0; i < 3; i++) {
-    strcpy(s.name, names[i]);
-    s.kind = kinds[i];
-    s.op = ops[i];
-    s.input = i - 1;
-    s.type = i < 2 ? t : -1;
-    strcpy(s.range_axis, i == 0 ? "kv" : "");
-    die(df_program_add_stage(p, &s, NULL), "stage");
-  }
-  die(df_program_validate(p), "validate");
-  return p;
-}
 
 typedef struct measured {
   uint32_t instrs, comms, shared;
@@ -82,22 +32,9 @@ typedef struct config {
 
 static measured run(const df_program *prog, const config *c, int repeats) {
   uint32_t kv[512], x = 12345;
-  for (int i = 0; i < 512; i++) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    kv[i] = (256 + x % (c->max_len - 256 + 1)) / 16 * 16;
-  }
-  df_schedule_options o = df_schedule_options_default();
-  o.topology.sm_count = 132;
-  o.topology.cluster_size = 2;
-  o.block_size = 256;
-  o.range_count = 1;
-  o.ranges[0].axis = "kv";
-  o.ranges[0].count = c->tasks;
-  o.ranges[0].lengths = kv;
-  o.policy = c->pol;
-  o.strategy = c->strat;
+  for (int i = 0; i < 512; i++)
+    kv[i] = (256 + bench_xorshift(&x) % (c->max_len - 256 + 1)) / 16 * 16;
+  df_schedule_options o = bench_kv_options(132, 2, 256, kv, c->tasks, c->pol, c->strat);
   o.force_hbm_comms = c->force_hbm;
   df_plan *plan;
   die(df_schedule(prog, &o, &plan), "schedule");
@@ -111,9 +48,9 @@ static measured run(const df_program *prog, const config *c, int repeats) {
   double best = 1e300;
   for (int r = 0; r < repeats; r++) {
     df_host_result res;
-    double t0 = now_us();
+    double t0 = bench_wall_us();
     die(df_host_run(k, h, k->handler_count, NULL, 0, 256, &ho, &res), "host run");
-    double t = now_us() - t0;
+    double t = bench_wall_us() - t0;
     best = t < best ? t : best;
     df_host_result_free(&res);
   }
@@ -128,7 +65,9 @@ int main(int argc, char **argv) {
   int repeats = argc > 1 ? atoi(argv[1]) : 5;
   if (repeats < 1)
     repeats = 1;
-  df_program *prog = attention_program();
+  /* o: f16[128], no tensors (the handlers are no-ops) */
+  static const bench_attention_shape shape = {"seq", DF_DTYPE_FLOAT16, false};
+  df_program *prog = bench_attention_program_of(&shape);
   printf("host backend, no-op handlers (the time is the backend's own), best of %d runs, op "
          "log off; 132 SMs, cluster 2, block 256; plans that fit the H200's shared memory\n\n",
          repeats);

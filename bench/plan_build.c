@@ -6,33 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attention_program.h"
+#include "bench_util.h"
 #include "df/plan.h"
 
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static void die(df_status s, const char *what) {
-  if (s.code != DF_OK) {
-    fprintf(stderr, "bench_plan_build: %s: %s\n", what, s.message);
-    exit(1);
-  }
-}
+static void die(df_status s, const char *what) { bench_check("bench_plan_build", s, what); }
 
 typedef struct result {
   uint32_t instrs;
   double schedule_us, pack_us, fingerprint_us;
 } result;
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* Median over `repeats` runs of schedule and of pack. */
 static result run(const df_program *prog, const df_schedule_options *o, int repeats) {
@@ -44,16 +28,16 @@ static result run(const df_program *prog, const df_schedule_options *o, int repe
   memset(&po, 0, sizeof po);
   po.skip_fingerprint = true;
   for (int i = 0; i < repeats; i++) {
-    double t0 = now_us();
+    double t0 = bench_wall_us();
     df_plan *plan;
     die(df_schedule(prog, o, &plan), "schedule");
-    double t1 = now_us();
+    double t1 = bench_wall_us();
     df_packed *k;
     die(df_pack(plan, &po, NULL, &k), "pack");
-    double t2 = now_us();
+    double t2 = bench_wall_us();
     char hex[65];
     die(df_plan_fingerprint(plan, hex), "fingerprint");
-    double t3 = now_us();
+    double t3 = bench_wall_us();
     ts[i] = t1 - t0;
     tp[i] = t2 - t1;
     tf[i] = t3 - t2;
@@ -61,12 +45,9 @@ static result run(const df_program *prog, const df_schedule_options *o, int repe
     df_packed_destroy(k);
     df_plan_destroy(plan);
   }
-  qsort(ts, repeats, sizeof(double), cmp_double);
-  qsort(tp, repeats, sizeof(double), cmp_double);
-  qsort(tf, repeats, sizeof(double), cmp_double);
-  r.schedule_us = ts[repeats / 2];
-  r.pack_us = tp[repeats / 2];
-  r.fingerprint_us = tf[repeats / 2];
+  r.schedule_us = bench_median_upper(ts, (size_t)repeats);
+  r.pack_us = bench_median_upper(tp, (size_t)repeats);
+  r.fingerprint_us = bench_median_upper(tf, (size_t)repeats);
   free(ts);
   free(tp);
   free(tf);
@@ -86,29 +67,10 @@ static void row(const char *name, const df_program *prog, const df_schedule_opti
 static void lengths(uint32_t *out, uint32_t n, uint32_t lo, uint32_t hi, uint32_t seed) {
   uint32_t x = seed;
   for (uint32_t i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    out[i] = (lo + x % (hi - lo + 1)) / 16 * 16;
+    out[i] = (lo + bench_xorshift(&x) % (hi - lo + 1)) / 16 * 16;
     if (out[i] == 0)
       out[i] = 16;
   }
-}
-
-static df_schedule_options options(uint32_t sms, uint32_t cluster, uint32_t block,
-                                   const uint32_t *kv, uint32_t tasks, df_policy pol,
-                                   df_reduce_strategy strat) {
-  df_schedule_options o = df_schedule_options_default();
-  o.topology.sm_count = sms;
-  o.topology.cluster_size = cluster;
-  o.block_size = block;
-  o.range_count = 1;
-  o.ranges[0].axis = "kv";
-  o.ranges[0].count = tasks;
-  o.ranges[0].lengths = kv;
-  o.policy = pol;
-  o.strategy = strat;
-  return o;
 }
 
 int main(int argc, char **argv) {
@@ -131,15 +93,15 @@ int main(int argc, char **argv) {
          "----------");
 
   static const uint32_t seed_kv[2] = {384, 256};
-  df_schedule_options o = options(4, 2, 128, seed_kv, 2, DF_POLICY_ROUND_ROBIN,
-                                  DF_REDUCE_ALL_AT_ONCE);
+  df_schedule_options o =
+      bench_kv_options(4, 2, 128, seed_kv, 2, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
   row("seed make_plan (4 SMs, kv 384,256)", prog, &o, repeats);
 
   uint32_t *kv = malloc(sizeof(uint32_t) * 4096);
   lengths(kv, 512, 1024, 32768, 12345);
-  o = options(132, 2, 256, kv, 512, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
+  o = bench_kv_options(132, 2, 256, kv, 512, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
   row("decode 64x8, 1K-32K, rr/all_at_once", prog, &o, repeats);
-  o = options(132, 2, 256, kv, 512, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING);
+  o = bench_kv_options(132, 2, 256, kv, 512, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING);
   row("decode 64x8, 1K-32K, cluster_local/streaming", prog, &o, repeats);
 
   /* Growth: 4096 tasks, the maximum length doubling up to 128K. */
@@ -147,14 +109,14 @@ int main(int argc, char **argv) {
     lengths(kv, 4096, 256, hi, 777);
     char name[64];
     snprintf(name, sizeof name, "4096 tasks, 256-%uK, cluster_local/streaming", hi / 1024);
-    o = options(132, 2, 256, kv, 4096, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING);
+    o = bench_kv_options(132, 2, 256, kv, 4096, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING);
     row(name, prog, &o, repeats > 5 ? 5 : repeats);
   }
   for (uint32_t hi = 16384; hi <= 131072; hi *= 2) {
     lengths(kv, 4096, 256, hi, 777);
     char name[64];
     snprintf(name, sizeof name, "4096 tasks, 256-%uK, rr/all_at_once", hi / 1024);
-    o = options(132, 2, 256, kv, 4096, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
+    o = bench_kv_options(132, 2, 256, kv, 4096, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
     row(name, prog, &o, repeats > 5 ? 5 : repeats);
   }
   free(kv);

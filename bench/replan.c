@@ -11,57 +11,15 @@
    Usage: bench_replan [steps [sequences...]] (default 21 steps; 64, 256
    and 1024 sequences). */
 #include <malloc.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attention_program.h"
+#include "bench_util.h"
 #include "df/plan.h"
 
-/* CPU time of this thread (user + system): the passes are single-threaded
-   and CPU-bound, and on a shared machine wall time also counts the time
-   other processes hold the core. */
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static void die(df_status s, const char *what) {
-  if (s.code != DF_OK) {
-    fprintf(stderr, "bench_replan: %s: %s\n", what, s.message);
-    exit(1);
-  }
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
-
-typedef struct rng {
-  uint64_t s;
-} rng;
-
-static double uniform(rng *r) {
-  r->s = r->s * 6364136223846793005ull + 1442695040888963407ull;
-  return ((r->s >> 11) + 0.5) / 9007199254740992.0;
-}
-
-/* Log-normal decode length: median 2048, sigma 1, in [16, 32768]; the
-   same draw as bench/overhead. */
-static uint32_t decode_length(rng *r) {
-  double z = sqrt(-2.0 * log(uniform(r))) * cos(6.283185307179586 * uniform(r));
-  double v = 2048.0 * exp(z);
-  return v < 16 ? 16 : v > 32768 ? 32768 : (uint32_t)v;
-}
+static void die(df_status s, const char *what) { bench_check("bench_replan", s, what); }
 
 enum { SCHED, BARRIERS, LAYOUT, PACK, STAGES };
 
@@ -78,45 +36,32 @@ static row measure(const df_program *prog, uint32_t seqs, int steps) {
     t[s] = malloc(sizeof(double) * (size_t)steps);
   row r;
   memset(&r, 0, sizeof r);
-  rng g = {1000 + seqs};
+  bench_rng g = {1000 + seqs};
   df_pack_options po;
   memset(&po, 0, sizeof po);
   po.skip_fingerprint = true;
   po.layout.per_cta_shared = true;
   int warm = 2;
   for (int it = 0; it < steps + warm; it++) {
-    for (uint32_t s = 0; s < seqs; s++) {
-      uint32_t len = decode_length(&g);
-      for (uint32_t h = 0; h < 8; h++)
-        lens[s * 8 + h] = len;
-    }
-    df_schedule_options so = df_schedule_options_default();
+    /* the same draw as bench/overhead, lengths at most 32768 */
+    df_schedule_options so = bench_decode_step(&g, seqs, 32768, lens, 2048);
     so.topology.sm_count = 132;
     so.topology.cluster_size = 2;
-    so.block_size = 2048;
-    so.range_count = 1;
-    so.ranges[0].axis = "kv";
-    so.ranges[0].count = tasks;
-    so.ranges[0].lengths = lens;
-    so.extent_count = 2;
-    so.extents[0] = seqs;
-    so.extents[1] = 8;
-    so.balance_iters = true;
-    double t0 = now_us();
+    double t0 = bench_thread_cpu_us();
     df_plan *plan;
     die(df_schedule_replan(prog, &so, &po, &plan, NULL), "schedule");
-    double t1 = now_us();
+    double t1 = bench_thread_cpu_us();
     uint8_t *direct = malloc(plan->slot_count ? plan->slot_count : 1);
     die(df_direct_global_slots(plan, &po.layout, direct), "direct-global slots");
     df_barrier_alloc b;
     die(df_allocate_barriers_ex(plan, direct, NULL, &b), "barriers");
-    double t2 = now_us();
+    double t2 = bench_thread_cpu_us();
     df_slot_layout lay;
     die(df_layout_slots(plan, &b, &po.layout, NULL, &lay), "layout");
-    double t3 = now_us();
+    double t3 = bench_thread_cpu_us();
     df_packed *k;
     die(df_pack(plan, &po, NULL, &k), "pack");
-    double t4 = now_us();
+    double t4 = bench_thread_cpu_us();
     if (it >= warm) {
       t[SCHED][it - warm] = t1 - t0;
       t[BARRIERS][it - warm] = t2 - t1;
@@ -134,7 +79,7 @@ static row measure(const df_program *prog, uint32_t seqs, int steps) {
   r.instrs /= steps;
   r.slots /= steps;
   for (int s = 0; s < STAGES; s++) {
-    r.us[s] = median(t[s], steps);
+    r.us[s] = bench_median_upper(t[s], (size_t)steps);
     free(t[s]);
   }
   free(lens);

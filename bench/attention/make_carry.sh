@@ -13,13 +13,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_carry.sh DIR}"
-bin="${DF_BIN:-$root/build/bin}"
-mkdir -p "$dir"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=scripts/gpu/carry_lib.sh
+source "$root/scripts/gpu/carry_lib.sh"
 python3 "$root/bench/attention/cases.py" "$dir/cases.json"
-cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions
-        -O2 -std=gnu17 -I "$root/include" -emit-llvm -c)
 gqa="$root/examples/attention_gqa"
 python3 - "$dir/cases.json" >"$tmp/list" <<'PY'
 import json, sys
@@ -34,11 +30,9 @@ while read -r name lmax block extra seqs lens opts; do
   bc="$tmp/gqa_$lmax${extra//[^A-Za-z0-9]/_}.bc"
   # shellcheck disable=SC2086 # extra: compiler flags of a variant
   [ -e "$bc" ] || clang-22 "${cflags[@]}" -DGQA_LMAX="${lmax}u" $extra "$gqa/attention_gqa_handlers.c" -o "$bc"
-  "$bin/df-opt" "$gqa/attention_gqa.mlir" \
-    --df-schedule="sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once $opts" \
-    --df-layout-slots="per-cta-shared=true" -o "$tmp/$name.mlir"
-  "$bin/df-translate" --df-to-ptx --df-link="$bc" "$tmp/$name.mlir" -o "$dir/$name.ptx"
-  "$bin/df-translate" --df-to-plan "$tmp/$name.mlir" -o "$dir/$name.dfplan"
+  plan_files "$name" "$gqa/attention_gqa.mlir" "$bc" \
+    "sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once $opts" \
+    "per-cta-shared=true"
   echo "$name: $("$bin/df-translate" --df-plan-dump "$dir/$name.dfplan" | grep -E "^counts|^  shared_memory_bytes" \
     | sed -E 's/ (slots|args|input_slots|task_coords|handlers|primary_handlers|operators|types)=[0-9]+//g' | tr '\n' ' ')"
 done <"$tmp/list"

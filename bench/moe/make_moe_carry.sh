@@ -34,14 +34,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_moe_carry.sh DIR}"
-bin="${DF_BIN:-$root/build/bin}"
 seed="${MOE_SEED:-1}"
 tokens="${MOE_TOKENS:-128 256 512 1024}"
-mkdir -p "$dir"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions
-        -O2 -std=gnu17 -I "$root/include" -emit-llvm -c)
+# shellcheck source=scripts/gpu/carry_lib.sh
+source "$root/scripts/gpu/carry_lib.sh"
 for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
   IFS=: read -r name sms cs <<<"$v"
   vd="$dir/$name"

@@ -15,24 +15,15 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_carry.sh DIR}"
-bin="${DF_BIN:-$root/build/bin}"
 sms="${OV_SMS:-132}"
 here="$root/bench/overhead"
-mkdir -p "$dir"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions
-        -O2 -std=gnu17 -I "$root/include" -emit-llvm -c)
+# shellcheck source=scripts/gpu/carry_lib.sh
+source "$root/scripts/gpu/carry_lib.sh"
 clang-22 "${cflags[@]}" -DOV_EMPTY "$here/overhead_handlers.c" -o "$tmp/empty.bc"
 clang-22 "${cflags[@]}" "$here/overhead_handlers.c" -o "$tmp/count.bc"
 manifest="$dir/manifest.txt"
 : >"$manifest"
 
-# emit NAME MLIR BITCODE: PTX + blob of a scheduled module
-emit() {
-  "$bin/df-translate" --df-to-ptx --df-link="$3" "$2" -o "$dir/$1.ptx"
-  "$bin/df-translate" --df-to-plan "$2" -o "$dir/$1.dfplan"
-}
 sched() { # sched OUT SCHEDULE-OPTIONS...
   local out="$1"; shift
   "$bin/df-opt" "$here/overhead.mlir" --df-schedule="sm-count=$sms cluster-size=2 block-size=128 task-extents=1 $*" \
@@ -41,11 +32,11 @@ sched() { # sched OUT SCHEDULE-OPTIONS...
 
 for n in 1 2 4 8 16 32 64 128 256; do
   sched "$tmp/disp_$n.mlir" "range-lengths=n:$((sms * n * 128)) partial-only=true"
-  emit "disp_$n" "$tmp/disp_$n.mlir" "$tmp/empty.bc"
+  kernel_and_blob "disp_$n" "$tmp/disp_$n.mlir" "$tmp/empty.bc"
   echo "dispatch disp_$n $n" >>"$manifest"
 done
 sched "$tmp/launch.mlir" "range-lengths=n:128 partial-only=true"
-emit launch "$tmp/launch.mlir" "$tmp/empty.bc"
+kernel_and_blob launch "$tmp/launch.mlir" "$tmp/empty.bc"
 echo "launch launch" >>"$manifest"
 
 sched "$tmp/base.mlir" "range-lengths=n:128"
@@ -57,7 +48,7 @@ for kind in cluster hbm hbm_in_cluster; do
       hbm_in_cluster) args=(--kind hbm --sms 0,1) ;;
     esac
     python3 "$here/chain_plan.py" "$tmp/base.mlir" "$tmp/chain.mlir" --length "$len" "${args[@]}"
-    emit "chain_${kind}_$len" "$tmp/chain.mlir" "$tmp/count.bc"
+    kernel_and_blob "chain_${kind}_$len" "$tmp/chain.mlir" "$tmp/count.bc"
     echo "chain chain_${kind}_$len $kind $len" >>"$manifest"
   done
 done
@@ -76,10 +67,9 @@ print(",".join(map(str, out)))
 PY
 )"
 clang-22 "${cflags[@]}" -DGQA_LMAX=32768u "$root/examples/attention_gqa/attention_gqa_handlers.c" -o "$tmp/gqa.bc"
-"$bin/df-opt" "$root/examples/attention_gqa/attention_gqa.mlir" \
-  --df-schedule="sm-count=$sms cluster-size=2 block-size=2048 range-lengths=kv:$lens task-extents=64,8 balance-iters=true" \
-  --df-layout-slots="per-cta-shared=true" -o "$tmp/gqa.mlir"
-emit gqa_replan "$tmp/gqa.mlir" "$tmp/gqa.bc"
+plan_files gqa_replan "$root/examples/attention_gqa/attention_gqa.mlir" "$tmp/gqa.bc" \
+  "sm-count=$sms cluster-size=2 block-size=2048 range-lengths=kv:$lens task-extents=64,8 balance-iters=true" \
+  "per-cta-shared=true"
 echo "replan gqa_replan 2048 32768" >>"$manifest"
 "$bin/df-translate" --df-plan-dump "$dir/gqa_replan.dfplan" | grep -E "^handler" || true
 du -sh "$dir"

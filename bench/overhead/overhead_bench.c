@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../bench_util.h"
 #include "df/runtime.h"
 
 #define MAX_CASES 64
@@ -68,22 +69,6 @@ static void cu_check(const char *what, CUresult r) {
     fprintf(stderr, "overhead_bench: %s: CUDA error %d\n", what, (int)r);
     exit(1);
   }
-}
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, uint32_t n) {
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static double mean(const double *v, uint32_t n) {
@@ -149,7 +134,7 @@ static double device_us(bench *b, const target *t) {
     CHECK("event", df_rt_event_elapsed_ms(b->ev[0], b->ev[1], &ms));
     v[i] = ms * 1000.0;
   }
-  double m = median(v, b->iters);
+  double m = bench_median(v, b->iters);
   free(v);
   return m;
 }
@@ -158,12 +143,12 @@ static double device_us(bench *b, const target *t) {
    time until all of them have finished, per launch. */
 static void host_us(bench *b, const target *t, uint32_t n, double *enqueue, double *through) {
   CHECK("sync", df_rt_stream_synchronize(b->dev, b->stream));
-  double t0 = now_us();
+  double t0 = bench_wall_us();
   for (uint32_t i = 0; i < n; i++)
     fire(b, t);
-  double t1 = now_us();
+  double t1 = bench_wall_us();
   CHECK("sync", df_rt_stream_synchronize(b->dev, b->stream));
-  double t2 = now_us();
+  double t2 = bench_wall_us();
   *enqueue = (t1 - t0) / n;
   *through = (t2 - t0) / n;
 }
@@ -330,20 +315,6 @@ static void run_chains(bench *b, const chain_case *c, uint32_t n, const char *ki
 
 /* ---- (4) re-plan + upload ------------------------------------------------------------ */
 
-typedef struct rng {
-  uint64_t s;
-} rng;
-static double uniform(rng *r) {
-  r->s = r->s * 6364136223846793005ull + 1442695040888963407ull;
-  return ((r->s >> 11) + 0.5) / 9007199254740992.0;
-}
-/* Log-normal decode lengths: median 2048, sigma 1.0, in [16, lmax]. */
-static uint32_t decode_length(rng *r, uint32_t lmax) {
-  double z = sqrt(-2.0 * log(uniform(r))) * cos(6.283185307179586 * uniform(r));
-  double v = 2048.0 * exp(z);
-  return v < 16 ? 16 : v > lmax ? lmax : (uint32_t)v;
-}
-
 static void run_replan(bench *b, const char *name, uint32_t block, uint32_t lmax) {
   loaded l;
   load_case(b, name, block, &l);
@@ -359,35 +330,21 @@ static void run_replan(bench *b, const char *name, uint32_t block, uint32_t lmax
     uint32_t n = b->replan_iters, warm = 5;
     double *tr = calloc(n, sizeof *tr), *tu = calloc(n, sizeof *tu), *tt = calloc(n, sizeof *tt);
     double instrs = 0;
-    rng r = {1000 + seqs};
+    bench_rng r = {1000 + seqs};
     for (uint32_t it = 0; it < n + warm; it++) {
-      for (uint32_t s = 0; s < seqs; s++) {
-        uint32_t len = decode_length(&r, lmax);
-        for (uint32_t h = 0; h < 8; h++)
-          lens[s * 8 + h] = len;
-      }
-      df_schedule_options so = df_schedule_options_default();
+      df_schedule_options so = bench_decode_step(&r, seqs, lmax, lens, block);
       so.topology.sm_count = 0; /* the base plan's */
-      so.block_size = block;
-      so.range_count = 1;
-      so.ranges[0].axis = "kv";
-      so.ranges[0].count = tasks;
-      so.ranges[0].lengths = lens;
-      so.extent_count = 2;
-      so.extents[0] = seqs;
-      so.extents[1] = 8;
-      so.balance_iters = true;
       df_pack_options po;
       memset(&po, 0, sizeof po);
       po.skip_fingerprint = true;
       po.layout.per_cta_shared = true;
       df_rt_plan *p = NULL;
-      double t0 = now_us();
+      double t0 = bench_wall_us();
       CHECK("replan", df_rt_plan_replan(l.plan, &so, &po, &p));
-      double t1 = now_us();
+      double t1 = bench_wall_us();
       CHECK("set_plan", df_rt_executable_set_plan(l.exe, p, b->stream));
       CHECK("sync", df_rt_stream_synchronize(b->dev, b->stream));
-      double t2 = now_us();
+      double t2 = bench_wall_us();
       if (it >= warm) {
         tr[it - warm] = t1 - t0;
         tu[it - warm] = t2 - t1;
@@ -398,7 +355,7 @@ static void run_replan(bench *b, const char *name, uint32_t block, uint32_t lmax
     }
     double mr = mean(tr, n), mu = mean(tu, n);
     printf("| %u | %u | %.0f | %.1f / %.1f | %.1f / %.1f | %.1f |\n", seqs, tasks, instrs / n,
-           median(tr, n), mr, median(tu, n), mu, median(tt, n));
+           bench_median(tr, n), mr, bench_median(tu, n), mu, bench_median(tt, n));
     free(lens);
     free(tr);
     free(tu);

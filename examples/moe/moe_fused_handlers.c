@@ -89,36 +89,34 @@ typedef uint32_t u32x4 __attribute__((vector_size(16)));
 #define LANE_ID(ctx) 0u
 #endif
 
+/* A read-only 16-byte global load of P with the PTX cache qualifiers Q
+   (a string literal); a plain copy on the host. */
+#if defined(__NVPTX__)
+#define LD_GLOBAL_V4(Q, P)                                                                       \
+  ({                                                                                             \
+    uint32_t a_, b_, c_, d_;                                                                     \
+    __asm__("ld.global.nc" Q ".v4.u32 {%0, %1, %2, %3}, [%4];"                                   \
+            : "=r"(a_), "=r"(b_), "=r"(c_), "=r"(d_)                                             \
+            : "l"(P));                                                                           \
+    (u32x4){a_, b_, c_, d_};                                                                     \
+  })
+#else
+#define LD_GLOBAL_V4(Q, P)                                                                       \
+  ({                                                                                             \
+    u32x4 v_;                                                                                    \
+    memcpy(&v_, (P), sizeof v_);                                                                 \
+    v_;                                                                                          \
+  })
+#endif
+
 /* Weights: streamed once, not kept in L1; L2 fetches 256 B around each miss
    (a warp walks 16 rows 64 bytes per k step, so the next steps hit). */
 static inline u32x4 ld_stream(const uint16_t *p) {
-  u32x4 v;
-#if defined(__NVPTX__)
-  uint32_t a, b, c, d;
-  __asm__("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-          : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
-          : "l"(p));
-  v = (u32x4){a, b, c, d};
-#else
-  memcpy(&v, p, sizeof v);
-#endif
-  return v;
+  return LD_GLOBAL_V4(".L1::no_allocate.L2::256B", p);
 }
 
 /* Token rows: re-read by every m-tile of the CTA, so through L1. */
-static inline u32x4 ld_cached(const uint16_t *p) {
-  u32x4 v;
-#if defined(__NVPTX__)
-  uint32_t a, b, c, d;
-  __asm__("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-          : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
-          : "l"(p));
-  v = (u32x4){a, b, c, d};
-#else
-  memcpy(&v, p, sizeof v);
-#endif
-  return v;
-}
+static inline u32x4 ld_cached(const uint16_t *p) { return LD_GLOBAL_V4("", p); }
 
 /* A slot (shared memory on the GPU): 16-byte aligned vector load. */
 static inline u32x4 ld_slot(const uint16_t *p) { return *(const u32x4 *)p; }

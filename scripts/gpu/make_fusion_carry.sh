@@ -17,13 +17,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_fusion_carry.sh DIR [TASKS]}"
 tasks="${2:-1024}"
-bin="${DF_BIN:-$root/build/bin}"
-mkdir -p "$dir"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-clang-22 --target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions \
-  -O2 -std=gnu17 -I "$root/include" -emit-llvm -c "$root/examples/seed/attention_handlers.c" \
-  -o "$tmp/handlers.bc"
+# shellcheck source=scripts/gpu/carry_lib.sh
+source "$root/scripts/gpu/carry_lib.sh"
+clang-22 "${cflags[@]}" "$root/examples/seed/attention_handlers.c" -o "$tmp/handlers.bc"
 
 # make NAME SCHEDULE ARGS [LAYOUT]: NAME_unfused and NAME_fused (df-opt
 # --df-fuse) of one schedule and slot layout.
@@ -35,8 +31,7 @@ make() {
   for v in unfused fused; do
     local src="$tmp/$name.mlir"
     [ "$v" = fused ] && src="$tmp/${name}_f.mlir"
-    "$bin/df-translate" --df-to-ptx --df-link="$tmp/handlers.bc" "$src" -o "$dir/${name}_$v.ptx"
-    "$bin/df-translate" --df-to-plan "$src" -o "$dir/${name}_$v.dfplan"
+    kernel_and_blob "${name}_$v" "$src" "$tmp/handlers.bc"
     "$bin/df-translate" --df-plan-cost "$src" >"$dir/${name}_$v.cost"
     echo "$args --save O=@OUT@/${name}_${v}_O.bin" >"$dir/${name}_$v.args"
   done

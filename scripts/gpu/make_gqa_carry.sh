@@ -21,13 +21,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_gqa_carry.sh DIR}"
-bin="${DF_BIN:-$root/build/bin}"
+# shellcheck source=scripts/gpu/carry_lib.sh
+source "$root/scripts/gpu/carry_lib.sh"
 seedblob="${DF_SEED_BLOB:-$(dirname "$bin")/test/runtime/dfrt_make_seed_blob}"
-mkdir -p "$dir"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions
-        -O2 -std=gnu17 -I "$root/include" -emit-llvm -c)
 gqa="$root/examples/attention_gqa"
 clang-22 "${cflags[@]}" "$gqa/attention_gqa_handlers.c" -o "$tmp/gqa.bc"
 clang-22 "${cflags[@]}" -DGQA_LMAX=512 "$gqa/attention_gqa_handlers.c" -o "$tmp/gqa512.bc"
@@ -36,17 +32,10 @@ clang-22 "${cflags[@]}" "$root/examples/seed/attention_handlers.c" -o "$tmp/attn
 
 # plan NAME PROGRAM HANDLERS_BC SCHEDULE [LAYOUT]: NAME.ptx and NAME.dfplan
 plan() {
-  local name=$1 prog=$2 bc=$3 sched=$4 layout=${5:-}
-  local opt=(--df-schedule="$sched")
-  [ -n "$layout" ] && opt+=(--df-layout-slots="$layout")
-  "$bin/df-opt" "$prog" "${opt[@]}" -o "$tmp/$name.mlir"
-  "$bin/df-translate" --df-to-ptx --df-link="$bc" "$tmp/$name.mlir" -o "$dir/$name.ptx"
-  "$bin/df-translate" --df-to-plan "$tmp/$name.mlir" -o "$dir/$name.dfplan"
+  plan_files "$@"
+  local name=$1
   "$bin/df-translate" --df-plan-dump "$dir/$name.dfplan" | grep -E "^counts|^  shared_memory_bytes" \
     | sed "s/^/$name: /"
-}
-rep() { # rep N X: X repeated N times, comma-separated
-  python3 -c "import sys; print(','.join([sys.argv[2]] * int(sys.argv[1])))" "$1" "$2"
 }
 
 # Lengths: 64 sequences, most 1K-8K, every 16th 16K-32K; each repeated for

@@ -27,12 +27,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_ring_carry.sh DIR}"
-bin="${DF_BIN:-$root/build/bin}"
-mkdir -p "$dir"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions
-        -O2 -std=gnu17 -I "$root/include" -emit-llvm -c)
+# shellcheck source=scripts/gpu/carry_lib.sh
+source "$root/scripts/gpu/carry_lib.sh"
 clang-22 "${cflags[@]}" "$root/examples/seed/moe_handlers.c" -o "$tmp/moe.bc"
 clang-22 "${cflags[@]}" -DMOE_FULL=64 -DMOE_SHARDS=4 "$root/examples/seed/moe_handlers.c" \
   -o "$tmp/moe4.bc"
@@ -43,19 +39,14 @@ clang-22 "${cflags[@]}" -DGQA_LMAX=131072 "$root/examples/attention_gqa/attentio
 
 # plan NAME PROGRAM HANDLERS_BC SCHEDULE [LAYOUT]: NAME.ptx and NAME.dfplan
 plan() {
-  local name=$1 prog=$2 bc=$3 sched=$4 layout=${5:-}
-  local opt=(--df-schedule="$sched")
-  [ -n "$layout" ] && opt+=(--df-layout-slots="$layout")
-  "$bin/df-opt" "$prog" "${opt[@]}" -o "$tmp/$name.mlir"
-  "$bin/df-translate" --df-to-ptx --df-link="$bc" "$tmp/$name.mlir" -o "$dir/$name.ptx"
-  "$bin/df-translate" --df-to-plan "$tmp/$name.mlir" -o "$dir/$name.dfplan"
+  plan_files "$@"
+  local name=$1
   local dump="$tmp/$name.dump"
   "$bin/df-translate" --df-plan-dump "$dir/$name.dfplan" >"$dump"
   echo "$name: $(grep -E '^counts' "$dump") cluster_sends=$(grep -c 'kind=1 ' "$dump")" \
     "segment_records=$(grep -c 'segment_count=[2-9]' "$dump")" \
     "$(grep -E '^  shared_memory_bytes' "$dump" | tr -d ' ')"
 }
-rep() { python3 -c "import sys; print(','.join([sys.argv[2]] * int(sys.argv[1])))" "$1" "$2"; }
 
 sed -e 's/hbm_all_gather/cluster_shared_pull_ring/' "$root/examples/seed/moe_reshared.mlir" \
   >"$tmp/ring2.mlir"

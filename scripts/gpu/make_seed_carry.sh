@@ -5,18 +5,11 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_seed_carry.sh DIR}"
-bin="${DF_BIN:-$root/build/bin}"
-mkdir -p "$dir"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-clang-22 --target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions \
-  -O2 -std=gnu17 -I "$root/include" -emit-llvm -c "$root/examples/seed/attention_handlers.c" \
-  -o "$tmp/handlers.bc"
-"$bin/df-opt" "$root/examples/seed/attention.mlir" \
-  --df-schedule="sm-count=4 cluster-size=2 block-size=128 range-lengths=kv:384,256 task-extents=2" \
-  -o "$tmp/plan.mlir"
-"$bin/df-translate" --df-to-ptx --df-link="$tmp/handlers.bc" "$tmp/plan.mlir" -o "$dir/seed_attention.ptx"
-"$bin/df-translate" --df-to-plan "$tmp/plan.mlir" -o "$dir/seed_attention.dfplan"
+# shellcheck source=scripts/gpu/carry_lib.sh
+source "$root/scripts/gpu/carry_lib.sh"
+clang-22 "${cflags[@]}" "$root/examples/seed/attention_handlers.c" -o "$tmp/handlers.bc"
+plan_files seed_attention "$root/examples/seed/attention.mlir" "$tmp/handlers.bc" \
+  "sm-count=4 cluster-size=2 block-size=128 range-lengths=kv:384,256 task-extents=2"
 python3 "$root/scripts/gpu/attention_inputs.py" "$dir" 384 256
 echo "--block-size 128 --tensor Q=file:@DIR@/q.bin:float16:2x16" \
   "--tensor K=file:@DIR@/k.bin:float16:2x4096x16 --tensor V=file:@DIR@/v.bin:float16:2x4096x16" \
@@ -36,11 +29,8 @@ python3 "$root/scripts/gpu/attention_inputs.py" "$dir/decode" ${lens//,/ }
 for cfg in "rr:policy=round_robin reduce-strategy=all_at_once" \
            "stream:policy=cluster_local reduce-strategy=streaming"; do
   n="${cfg%%:*}"
-  "$bin/df-opt" "$root/examples/seed/attention.mlir" \
-    --df-schedule="sm-count=132 cluster-size=2 block-size=256 range-lengths=kv:$lens task-extents=64 ${cfg#*:}" \
-    -o "$tmp/decode_$n.mlir"
-  "$bin/df-translate" --df-to-ptx --df-link="$tmp/handlers.bc" "$tmp/decode_$n.mlir" -o "$dir/decode_$n.ptx"
-  "$bin/df-translate" --df-to-plan "$tmp/decode_$n.mlir" -o "$dir/decode_$n.dfplan"
+  plan_files "decode_$n" "$root/examples/seed/attention.mlir" "$tmp/handlers.bc" \
+    "sm-count=132 cluster-size=2 block-size=256 range-lengths=kv:$lens task-extents=64 ${cfg#*:}"
   echo "--block-size 256 --tensor Q=file:@DIR@/decode/q.bin:float16:64x16" \
     "--tensor K=file:@DIR@/decode/k.bin:float16:64x4096x16 --tensor V=file:@DIR@/decode/v.bin:float16:64x4096x16" \
     "--tensor O=zeros:float32:64x16 --check O=@DIR@/decode/o_ref.bin:0.02:0.002" >"$dir/decode_$n.args"

@@ -172,18 +172,25 @@ static void make_plan_comms_and_queues(void **state) {
   df_plan_destroy(p);
 }
 
+/* Default options with SMS SMs in clusters of CS, blocks of BLOCK and one
+   "kv" range of N lengths KV. */
+static df_schedule_options options(uint32_t sms, uint32_t cs, const uint32_t *kv, uint32_t n,
+                                   uint32_t block) {
+  df_schedule_options o = df_schedule_options_default();
+  o.topology = (df_topology){sms, cs};
+  o.block_size = block;
+  o.range_count = 1;
+  o.ranges[0] = (df_range_lengths){"kv", n, kv, NULL};
+  return o;
+}
+
 /* defer_reduces: the seed plan with every ITER before the reduces in each
    queue; instructions, comms and the other queues unchanged. */
 static void defer_reduces_moves_iters_first(void **state) {
   (void)state;
   df_program *prog = seed_attention_program();
-  df_schedule_options o = df_schedule_options_default();
   static const uint32_t kv[2] = {384, 256};
-  o.topology.sm_count = 4;
-  o.topology.cluster_size = 2;
-  o.block_size = 128;
-  o.range_count = 1;
-  o.ranges[0] = (df_range_lengths){.axis = "kv", .count = 2, .lengths = kv};
+  df_schedule_options o = options(4, 2, kv, 2, 128);
   o.extent_count = 1;
   o.extents[0] = 2;
   o.defer_reduces = true;
@@ -217,13 +224,8 @@ static void defer_reduces_moves_iters_first(void **state) {
 static void balance_iters_places_by_load(void **state) {
   (void)state;
   df_program *prog = seed_attention_program();
-  df_schedule_options o = df_schedule_options_default();
   static const uint32_t kv[3] = {128, 512, 256};
-  o.topology.sm_count = 4;
-  o.topology.cluster_size = 2;
-  o.block_size = 128;
-  o.range_count = 1;
-  o.ranges[0] = (df_range_lengths){.axis = "kv", .count = 3, .lengths = kv};
+  df_schedule_options o = options(4, 2, kv, 3, 128);
   o.extent_count = 1;
   o.extents[0] = 3;
   o.balance_iters = true;
@@ -262,12 +264,7 @@ static void balance_iters_places_by_load(void **state) {
    move to 112 and 224 in task 1 and to 32 in task 0, so the SMs stream
    112, 112, 108 and 105 keys; each reduce takes one input per piece. */
 static df_schedule_options even_options(const uint32_t *kv, uint32_t n) {
-  df_schedule_options o = df_schedule_options_default();
-  o.topology.sm_count = 4;
-  o.topology.cluster_size = 2;
-  o.block_size = 128;
-  o.range_count = 1;
-  o.ranges[0] = (df_range_lengths){.axis = "kv", .count = n, .lengths = kv};
+  df_schedule_options o = options(4, 2, kv, n, 128);
   o.even_split = true;
   o.even_split_granularity = 16;
   return o;
@@ -460,12 +457,7 @@ static void reduce_fan_in_builds_trees(void **state) {
   (void)state;
   df_program *prog = seed_attention_program();
   static const uint32_t kv[2] = {100, 40};
-  df_schedule_options o = df_schedule_options_default();
-  o.topology.sm_count = 4;
-  o.topology.cluster_size = 2;
-  o.block_size = 16;
-  o.range_count = 1;
-  o.ranges[0] = (df_range_lengths){.axis = "kv", .count = 2, .lengths = kv};
+  df_schedule_options o = options(4, 2, kv, 2, 16);
   o.reduce_fan_in = 3;
   df_plan *p;
   assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
@@ -898,16 +890,6 @@ static df_program *attention_variant(bool assoc, bool with_reduce, bool with_fin
   }
   assert_int_equal(df_program_validate(g).code, DF_OK);
   return g;
-}
-
-static df_schedule_options options(uint32_t sms, uint32_t cs, const uint32_t *kv, uint32_t n,
-                                   uint32_t block) {
-  df_schedule_options o = df_schedule_options_default();
-  o.topology = (df_topology){sms, cs};
-  o.block_size = block;
-  o.range_count = 1;
-  o.ranges[0] = (df_range_lengths){"kv", n, kv, NULL};
-  return o;
 }
 
 static df_plan *schedule_ok(const df_program *g, const df_schedule_options *o) {

@@ -163,6 +163,15 @@ void ht_check_attention(const float *rows, const uint32_t *kv, uint32_t task_cou
 
 df_status ht_run_attention(const df_packed *k, uint32_t task_count, uint32_t block,
                            const df_host_options *o, float **rows, df_host_result *res) {
+  df_handler_fn *h = ht_handlers(k);
+  df_status st = ht_run_attention_with(k, h, task_count, block, o, rows, res);
+  free(h);
+  return st;
+}
+
+df_status ht_run_attention_with(const df_packed *k, const df_handler_fn *h, uint32_t task_count,
+                                uint32_t block, const df_host_options *o, float **rows,
+                                df_host_result *res) {
   *rows = calloc((size_t)task_count * HT_ATTN_ROW, sizeof(float));
   df_abi_tensor_arg tensors[4];
   memset(tensors, 0, sizeof tensors);
@@ -170,13 +179,11 @@ df_status ht_run_attention(const df_packed *k, uint32_t task_count, uint32_t blo
   tensors[HT_ATTN_OUT_TENSOR].ndim = 2;
   tensors[HT_ATTN_OUT_TENSOR].dtype_code = DF_TENSOR_DTYPE_FLOAT;
   tensors[HT_ATTN_OUT_TENSOR].dtype_bits = 32;
-  df_handler_fn *h = ht_handlers(k);
   df_host_result local;
   df_host_result *out = res ? res : &local;
   df_status st = df_host_run(k, h, k->handler_count, tensors, 4, block, o, out);
   if (!res)
     df_host_result_free(&local);
-  free(h);
   return st;
 }
 
@@ -299,17 +306,26 @@ df_program *ht_associative_attention_program(void) {
   return p;
 }
 
-df_plan *ht_schedule(const df_program *prog, uint32_t sm_count, uint32_t cluster_size,
-                     const uint32_t *kv, uint32_t task_count, uint32_t block, df_policy policy,
-                     df_reduce_strategy strategy, bool include_exit) {
+const ht_combo ht_combos[HT_COMBOS] = {{DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE},
+                                      {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_ALL_AT_ONCE},
+                                      {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING},
+                                      {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING_TREE}};
+
+df_schedule_options ht_kv_options(uint32_t sm_count, uint32_t cluster_size, const uint32_t *kv,
+                                  uint32_t task_count, uint32_t block) {
   df_schedule_options o = df_schedule_options_default();
   o.topology.sm_count = sm_count;
   o.topology.cluster_size = cluster_size;
   o.block_size = block;
   o.range_count = 1;
-  o.ranges[0].axis = "kv";
-  o.ranges[0].count = task_count;
-  o.ranges[0].lengths = kv;
+  o.ranges[0] = (df_range_lengths){"kv", task_count, kv, NULL};
+  return o;
+}
+
+df_plan *ht_schedule(const df_program *prog, uint32_t sm_count, uint32_t cluster_size,
+                     const uint32_t *kv, uint32_t task_count, uint32_t block, df_policy policy,
+                     df_reduce_strategy strategy, bool include_exit) {
+  df_schedule_options o = ht_kv_options(sm_count, cluster_size, kv, task_count, block);
   o.extent_count = 1;
   o.extents[0] = task_count;
   o.policy = policy;

@@ -47,12 +47,29 @@ df_packed *ht_pack(const df_plan *p, const df_pack_options *o);
    caller when non-NULL, else freed here). */
 df_status ht_run_attention(const df_packed *k, uint32_t task_count, uint32_t block,
                            const df_host_options *o, float **rows, df_host_result *res);
+/* The same with the handler table H (k->handler_count entries). */
+df_status ht_run_attention_with(const df_packed *k, const df_handler_fn *h, uint32_t task_count,
+                                uint32_t block, const df_host_options *o, float **rows,
+                                df_host_result *res);
 /* Check rows against the reference for lengths kv[task]. */
 void ht_check_attention(const float *rows, const uint32_t *kv, uint32_t task_count);
 
 /* Attention program whose combine is associative (two AttnInter
    parameters), for streaming_tree. */
 df_program *ht_associative_attention_program(void);
+
+/* The policy / reduce strategy pairs the randomized tests cover; the last
+   (streaming_tree) needs ht_associative_attention_program. */
+typedef struct ht_combo {
+  df_policy p;
+  df_reduce_strategy s;
+} ht_combo;
+enum { HT_COMBOS = 4 };
+extern const ht_combo ht_combos[HT_COMBOS];
+/* Default options with the topology, block size and one "kv" range of
+   task_count lengths kv (kept, not copied). */
+df_schedule_options ht_kv_options(uint32_t sm_count, uint32_t cluster_size, const uint32_t *kv,
+                                  uint32_t task_count, uint32_t block);
 df_plan *ht_schedule(const df_program *prog, uint32_t sm_count, uint32_t cluster_size,
                      const uint32_t *kv, uint32_t task_count, uint32_t block, df_policy policy,
                      df_reduce_strategy strategy, bool include_exit);

@@ -26,18 +26,6 @@ static void combine_finalize(const df_ctx *c) {
   ht_finalize(&x);
 }
 
-static df_status run(const df_packed *k, const df_handler_fn *h, uint32_t tasks, uint32_t block,
-                     const df_host_options *o, float **rows, df_host_result *res) {
-  *rows = calloc((size_t)tasks * HT_ATTN_ROW, sizeof(float));
-  df_abi_tensor_arg t[4];
-  memset(t, 0, sizeof t);
-  t[HT_ATTN_OUT_TENSOR].data_ptr = (uint64_t)(uintptr_t)*rows;
-  t[HT_ATTN_OUT_TENSOR].ndim = 2;
-  t[HT_ATTN_OUT_TENSOR].dtype_code = DF_TENSOR_DTYPE_FLOAT;
-  t[HT_ATTN_OUT_TENSOR].dtype_bits = 32;
-  return df_host_run(k, h, k->handler_count, t, 4, block, o, res);
-}
-
 static df_plan *fused(const df_plan *p, df_fuse_report *r) {
   df_plan *q;
   assert_int_equal(df_plan_clone(p, &q).code, DF_OK);
@@ -58,14 +46,8 @@ static void random_plans_parity(void **state) {
     uint32_t tasks = ht_rand(&seed, 1, 24), kv[24];
     for (uint32_t t = 0; t < tasks; t++)
       kv[t] = ht_rand(&seed, 0, 3) == 0 ? ht_rand(&seed, 200, 2000) : ht_rand(&seed, 1, 64);
-    const struct {
-      df_policy p;
-      df_reduce_strategy s;
-    } combos[4] = {{DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE},
-                   {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_ALL_AT_ONCE},
-                   {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING},
-                   {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING_TREE}};
-    for (int c = 0; c < 4; c++) {
+    const ht_combo *combos = ht_combos;
+    for (int c = 0; c < HT_COMBOS; c++) {
       const df_program *prog = combos[c].s == DF_REDUCE_STREAMING_TREE ? assoc : nary;
       df_plan *p = ht_schedule(prog, 8, round % 2 ? 4 : 2, kv, tasks, 64, combos[c].p,
                                combos[c].s, c % 2 == 0);
@@ -77,14 +59,14 @@ static void random_plans_parity(void **state) {
       df_host_options o = df_host_options_default();
       float *ru, *rf;
       df_host_result res;
-      df_status st = run(ku, hu, tasks, 64, &o, &ru, &res);
+      df_status st = ht_run_attention_with(ku, hu, tasks, 64, &o, &ru, &res);
       df_host_result_free(&res);
       for (int v = 0; st.code == DF_OK && v < 4; v++) {
         o = df_host_options_default();
         o.reverse = v == 1;
         o.quantum = v == 2 ? 1 : 0;
         o.threads = v == 3 ? 4 : 1;
-        df_status sf = run(kf, hf, tasks, 64, &o, &rf, &res);
+        df_status sf = ht_run_attention_with(kf, hf, tasks, 64, &o, &rf, &res);
         if (sf.code != DF_OK)
           fprintf(stderr, "round %d combo %d variant %d: %s\n", round, c, v,
                   res.diag.report ? res.diag.report : sf.message);
@@ -111,18 +93,39 @@ static void random_plans_parity(void **state) {
   df_program_destroy(nary);
 }
 
+/* The seed plan fused, packed, with the test handler table. */
+typedef struct fused_seed {
+  df_plan *p, *q;
+  df_packed *k;
+  df_handler_fn *h;
+} fused_seed;
+
+static fused_seed fused_seed_make(void) {
+  fused_seed f;
+  f.p = seed_make_plan();
+  f.q = fused(f.p, NULL);
+  f.k = ht_pack(f.q, NULL);
+  f.h = ht_handlers(f.k);
+  return f;
+}
+
+static void fused_seed_free(fused_seed *f) {
+  free(f->h);
+  df_packed_destroy(f->k);
+  df_plan_destroy(f->q);
+  df_plan_destroy(f->p);
+}
+
 /* The seed plan: composites through a composite function (one call; the
    inner input slot 3 is written by the first part inside the call) and
    part by part; both equal the unfused run and the reference. */
 static void seed_composite_function(void **state) {
   (void)state;
   static const uint32_t kv[2] = {384, 256};
-  df_plan *p = seed_make_plan();
-  df_fuse_report r;
-  df_plan *q = fused(p, &r);
-  df_packed *k = ht_pack(q, NULL);
+  fused_seed f = fused_seed_make();
+  df_packed *k = f.k;
+  df_handler_fn *h = f.h;
   assert_int_equal(k->handlers[4].part_count, 2);
-  df_handler_fn *h = ht_handlers(k);
   assert_null(h[4]); /* no function for "combine+finalize": parts */
   for (int mode = 0; mode < 2; mode++) {
     h[4] = h[5] = mode ? combine_finalize : NULL;
@@ -131,7 +134,7 @@ static void seed_composite_function(void **state) {
       o.threads = (uint32_t)threads;
       float *rows;
       df_host_result res;
-      df_status st = run(k, h, 2, 128, &o, &rows, &res);
+      df_status st = ht_run_attention_with(k, h, 2, 128, &o, &rows, &res);
       if (st.code != DF_OK)
         fprintf(stderr, "%s\n", res.diag.report ? res.diag.report : st.message);
       assert_int_equal(st.code, DF_OK);
@@ -141,25 +144,20 @@ static void seed_composite_function(void **state) {
       free(rows);
     }
   }
-  free(h);
-  df_packed_destroy(k);
-  df_plan_destroy(q);
-  df_plan_destroy(p);
+  fused_seed_free(&f);
 }
 
 static void fused_diagnoses(void **state) {
   (void)state;
-  df_plan *p = seed_make_plan();
-  df_fuse_report r;
-  df_plan *q = fused(p, &r);
-  df_packed *k = ht_pack(q, NULL);
-  df_handler_fn *h = ht_handlers(k);
+  fused_seed f = fused_seed_make();
+  df_packed *k = f.k;
+  df_handler_fn *h = f.h;
   /* neither a composite function nor every part */
   h[2] = NULL;
   df_host_options o = df_host_options_default();
   float *rows;
   df_host_result res;
-  df_status st = run(k, h, 2, 128, &o, &rows, &res);
+  df_status st = ht_run_attention_with(k, h, 2, 128, &o, &rows, &res);
   assert_int_equal(st.code, DF_EINVAL);
   assert_int_equal(res.diag.kind, DF_HOST_DIAG_MISSING_HANDLER);
   assert_true(hand_error_has(st, "a fused instruction needs its composite function"));
@@ -170,20 +168,17 @@ static void fused_diagnoses(void **state) {
   uint32_t pi = ht_packed_index(k, 7);
   df_abi_args *a = &k->args[k->instrs[pi].arg_offset / sizeof(df_abi_args)];
   a->reserved1 = 3;
-  st = run(k, h, 2, 128, &o, &rows, &res);
+  st = ht_run_attention_with(k, h, 2, 128, &o, &rows, &res);
   assert_int_equal(st.code, DF_EINVAL);
   assert_true(hand_error_has(st, "fuses 3 parts from args record"));
   df_host_result_free(&res);
   free(rows);
   a->reserved1 = 1;
-  st = run(k, h, 2, 128, &o, &rows, &res);
+  st = ht_run_attention_with(k, h, 2, 128, &o, &rows, &res);
   assert_true(hand_error_has(st, "args word 15 (fused parts) is 1"));
   df_host_result_free(&res);
   free(rows);
-  free(h);
-  df_packed_destroy(k);
-  df_plan_destroy(q);
-  df_plan_destroy(p);
+  fused_seed_free(&f);
 }
 
 int main(void) {

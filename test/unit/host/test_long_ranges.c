@@ -270,12 +270,7 @@ static df_plan *attention(df_policy pol, df_reduce_strategy st, uint32_t cluster
                           const uint32_t *kv, uint32_t tasks, uint32_t block, uint32_t tile) {
   df_program *g = st == DF_REDUCE_STREAMING_TREE ? ht_associative_attention_program()
                                                  : seed_attention_program();
-  df_schedule_options o = df_schedule_options_default();
-  o.topology.sm_count = 4;
-  o.topology.cluster_size = cluster;
-  o.block_size = block;
-  o.range_count = 1;
-  o.ranges[0] = (df_range_lengths){"kv", tasks, kv, NULL};
+  df_schedule_options o = ht_kv_options(4, cluster, kv, tasks, block);
   o.policy = pol;
   o.strategy = st;
   o.transfer_tile_bytes = tile;
@@ -514,12 +509,7 @@ static void auto_chooses_first_fit(void **state) {
   (void)state;
   static const uint32_t kv[2] = {131072, 131072};
   df_program *g = ht_associative_attention_program();
-  df_schedule_options o = df_schedule_options_default();
-  o.topology.sm_count = 4;
-  o.topology.cluster_size = 2;
-  o.block_size = 128;
-  o.range_count = 1;
-  o.ranges[0] = (df_range_lengths){"kv", 2, kv, NULL};
+  df_schedule_options o = ht_kv_options(4, 2, kv, 2, 128);
   df_plan *p = NULL;
   df_fit_result r;
   /* no limit: all_at_once */
@@ -563,12 +553,7 @@ static void replan_repeats_choices(void **state) {
   (void)state;
   static const uint32_t kv[3] = {384, 256, 640};
   df_program *g = seed_attention_program();
-  df_schedule_options o = df_schedule_options_default();
-  o.topology.sm_count = 4;
-  o.topology.cluster_size = 1;
-  o.block_size = 64;
-  o.range_count = 1;
-  o.ranges[0] = (df_range_lengths){"kv", 3, kv, NULL};
+  df_schedule_options o = ht_kv_options(4, 1, kv, 3, 64);
   g->transfer_tile_bytes = 16;
   df_plan *p = NULL;
   assert_int_equal(df_schedule_replan(g, &o, NULL, &p, NULL).code, DF_OK);

@@ -160,14 +160,8 @@ static void random_skewed(void **state) {
     for (uint32_t t = 0; t < tasks; t++)
       kv[t] = ht_rand(&seed, 0, 3) == 0 ? ht_rand(&seed, 1000, 6000) : ht_rand(&seed, 1, 700);
     uint32_t cs = round % 2 ? 4 : 2;
-    struct {
-      df_policy p;
-      df_reduce_strategy s;
-    } combos[4] = {{DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE},
-                   {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_ALL_AT_ONCE},
-                   {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING},
-                   {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING_TREE}};
-    for (int c = 0; c < 4; c++) {
+    const ht_combo *combos = ht_combos;
+    for (int c = 0; c < HT_COMBOS; c++) {
       const df_program *prog = combos[c].s == DF_REDUCE_STREAMING_TREE ? assoc : nary;
       df_plan *p = ht_schedule(prog, 8, cs, kv, tasks, 64, combos[c].p, combos[c].s, c % 2 == 0);
       df_packed *k = ht_pack(p, NULL);

@@ -1,0 +1,33 @@
+# Sourced by the carry makers (bench/*/make_*carry.sh, scripts/gpu/make_*_carry.sh),
+# which run on the CPU machine: what they share. The caller sets `root` (the
+# repository) and `dir` (the carry folder) first; this sets `bin` (df-opt and
+# df-translate: $DF_BIN, default build/bin), makes DIR, a scratch folder `tmp`
+# removed on exit, and `cflags`, the clang-22 flags that compile a handler
+# source to NVPTX bitcode for df-translate --df-link.
+bin="${DF_BIN:-$root/build/bin}"
+mkdir -p "$dir"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions
+        -O2 -std=gnu17 -I "$root/include" -emit-llvm -c)
+
+# kernel_and_blob NAME MLIR HANDLERS_BC: $dir/NAME.ptx (MLIR, a scheduled
+# module, linked with HANDLERS_BC) and $dir/NAME.dfplan.
+kernel_and_blob() {
+  "$bin/df-translate" --df-to-ptx --df-link="$3" "$2" -o "$dir/$1.ptx"
+  "$bin/df-translate" --df-to-plan "$2" -o "$dir/$1.dfplan"
+}
+
+# plan_files NAME PROGRAM HANDLERS_BC SCHEDULE [LAYOUT]: schedules PROGRAM
+# (and lays out its slots with LAYOUT, if given) into $tmp/NAME.mlir, and
+# writes $dir/NAME.ptx (linked with HANDLERS_BC) and $dir/NAME.dfplan.
+plan_files() {
+  local name=$1 prog=$2 bc=$3 sched=$4 layout=${5:-}
+  local opt=(--df-schedule="$sched")
+  [ -n "$layout" ] && opt+=(--df-layout-slots="$layout")
+  "$bin/df-opt" "$prog" "${opt[@]}" -o "$tmp/$name.mlir"
+  kernel_and_blob "$name" "$tmp/$name.mlir" "$bc"
+}
+
+# rep N X: X repeated N times, comma-separated
+rep() { python3 -c "import sys; print(','.join([sys.argv[2]] * int(sys.argv[1])))" "$1" "$2"; }
