@@ -63,21 +63,148 @@ static void recv_bulk(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
   df_rt_bit_put(rt, rt->issued_bits, b, false);
 }
 
-/* HBM receives and waits (kinds 4, 7), one transfer (segment group) at a
-   time; one block barrier at the end makes every target visible. */
+/* Whether c[i] is a receive or wait (kinds 4, 7) at the head of its
+   transfer, i.e. a record this phase handles. */
+static bool recv_head(const df_abi_comm *c) {
+  return (c->kind == DF_COMM_HBM_RECV || c->kind == DF_COMM_HBM_RECV_WAIT) &&
+         !(c->segment_count > 1 && c->segment_id);
+}
+
+/* Whether c[i] (a receive head of g records) belongs to the batch: one
+   segment, thread-copy path. */
+static bool batched(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
+  return c->segment_count <= 1 && !df_rt_hbm_bulk_ok(rt, c, g);
+}
+
+/* A batched transfer as 16-byte vectors: target, source, count (0: none,
+   or a direct-global target that aliases its staging bytes). */
+typedef uint32_t df_v4 __attribute__((ext_vector_type(4)));
+typedef struct df_vecs {
+  df_v4 *dst;
+  const df_v4 *src;
+  uint32_t count;
+} df_vecs;
+
+/* The next batched transfer from c[*i] on that the vector copy can take,
+   advancing *i past it; one whose ends or length are not 16-byte
+   multiples is copied on the way by the plain cooperative copy. */
+static df_vecs next_vecs(const df_rt *rt, const df_abi_comm *c, uint32_t n, uint32_t *i) {
+  df_vecs r = {0, 0, 0};
+  for (; *i < n; ++*i) {
+    const df_abi_comm *t = &c[*i];
+    if (!recv_head(t) || !batched(rt, t, df_comm_group(t, *i, n)))
+      continue;
+    const df_abi_slot *src = df_rt_slot(rt, t->src_slot_id);
+    const df_abi_slot *dst = df_rt_slot(rt, t->dst_slot_id);
+    uint32_t off = t->byte_offset, bytes = df_comm_bytes(t, src, dst);
+    uint8_t *d = df_rt_slot_ptr(rt, dst) + off;
+    const uint8_t *s = rt->staging + dst->global_offset + off;
+    if (d == s || !bytes)
+      continue;
+    if ((((uintptr_t)d | (uintptr_t)s | bytes) & 15u) != 0) {
+      df_rt_copy(rt, d, s, bytes);
+      continue;
+    }
+    r.dst = (df_v4 *)d;
+    r.src = (const df_v4 *)s;
+    r.count = bytes / 16;
+    ++*i;
+    return r;
+  }
+  return r;
+}
+
+/* The batch's copies, four transfers at a time: every thread loads its
+   vector of each of them before storing any, so their loads are in
+   flight together (one round trip for a reduce's inputs of up to
+   threads x 16 bytes each, instead of one round trip per input). */
+static void batch_copy(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  uint32_t i = 0;
+  for (;;) {
+    df_vecs t0 = next_vecs(rt, c, n, &i), t1 = next_vecs(rt, c, n, &i);
+    df_vecs t2 = next_vecs(rt, c, n, &i), t3 = next_vecs(rt, c, n, &i);
+    if (!t0.count)
+      return;
+    uint32_t most = t0.count;
+    most = t1.count > most ? t1.count : most;
+    most = t2.count > most ? t2.count : most;
+    most = t3.count > most ? t3.count : most;
+    for (uint32_t v = rt->tid; v < most; v += rt->threads) {
+      df_v4 x0 = {0, 0, 0, 0}, x1 = x0, x2 = x0, x3 = x0;
+      if (v < t0.count)
+        x0 = t0.src[v];
+      if (v < t1.count)
+        x1 = t1.src[v];
+      if (v < t2.count)
+        x2 = t2.src[v];
+      if (v < t3.count)
+        x3 = t3.src[v];
+      if (v < t0.count)
+        t0.dst[v] = x0;
+      if (v < t1.count)
+        t1.dst[v] = x1;
+      if (v < t2.count)
+        t2.dst[v] = x2;
+      if (v < t3.count)
+        t3.dst[v] = x3;
+    }
+  }
+}
+
+/* The batch: an instruction's one-segment thread-copy receives, taken
+   together. Their flags are polled in parallel, transfer b by lane
+   b % L of the first warp (L = min(32, threads)), so the polls of inputs
+   that are all there cost one round trip, and an input that arrives late
+   delays only itself; each lane's acquire reaches the other threads
+   through the block barrier that follows. Then all threads copy the
+   batch (batch_copy) and the leader arrives once on each receive
+   barrier, as recv_copy does. Arrival order changes nothing: the handler
+   runs after the whole batch is present. Returns whether there was a
+   batch. */
+static bool recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  const uint32_t lanes = rt->threads < 32 ? rt->threads : 32;
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!recv_head(&c[i]) || !batched(rt, &c[i], df_comm_group(&c[i], i, n)))
+      continue;
+    if (rt->tid < lanes && count % lanes == rt->tid) {
+      const df_abi_slot *dst = df_rt_slot(rt, c[i].dst_slot_id);
+      df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, &c[i]), c[i].flag_epoch);
+      df_rt_poll_flag(rt, df_comm_flag(&c[i], dst), c[i].flag_epoch);
+    }
+    count++;
+  }
+  if (!count)
+    return false;
+  df_ptx_bar_sync();
+  batch_copy(rt, c, n);
+  if (df_rt_leader(rt))
+    for (uint32_t i = 0; i < n; i++) {
+      if (!recv_head(&c[i]) || !batched(rt, &c[i], df_comm_group(&c[i], i, n)))
+        continue;
+      uint32_t b = df_comm_barrier(&c[i], df_rt_slot(rt, c[i].dst_slot_id));
+      if (b != DF_SENTINEL)
+        df_ptx_mbar_arrive(df_rt_bar_addr(rt, b));
+    }
+  return true;
+}
+
+/* HBM receives and waits (kinds 4, 7): first the batch of one-segment
+   thread-copy receives (recv_batch), then the other transfers (bulk, or
+   segmented thread-copy) one at a time; one block barrier at the end
+   makes every target visible. */
 void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   bool bulk = false;
+  recv_batch(rt, c, n);
   for (uint32_t i = 0; i < n; i++) {
-    uint32_t k = c[i].kind;
-    if ((k != DF_COMM_HBM_RECV && k != DF_COMM_HBM_RECV_WAIT) ||
-        (c[i].segment_count > 1 && c[i].segment_id))
+    if (!recv_head(&c[i]))
       continue;
     uint32_t g = df_comm_group(&c[i], i, n);
     if (df_rt_hbm_bulk_ok(rt, &c[i], g)) {
       bulk = true;
       if (df_rt_leader(rt))
         recv_bulk(rt, &c[i], g);
-    } else {
+    } else if (c[i].segment_count > 1) {
       recv_copy(rt, &c[i], g);
     }
   }
