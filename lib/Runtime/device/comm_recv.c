@@ -152,30 +152,40 @@ static void batch_copy(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
 }
 
 /* The batch: an instruction's one-segment thread-copy receives, taken
-   together. Their flags are polled in parallel, transfer b by lane
-   b % L of the first warp (L = min(32, threads)), so the polls of inputs
-   that are all there cost one round trip, and an input that arrives late
-   delays only itself; each lane's acquire reaches the other threads
-   through the block barrier that follows. Then all threads copy the
-   batch (batch_copy) and the leader arrives once on each receive
-   barrier, as recv_copy does. Arrival order changes nothing: the handler
-   runs after the whole batch is present. Returns whether there was a
-   batch. */
-static bool recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+   together. Their flags are polled in parallel, batch member b by lane
+   b % L of the first warp (L = min(32, threads)), in rounds of L: each
+   lane picks its member first and all of them then spin in one loop, so
+   one warp-wide load polls every flag (divergent per-lane waits would
+   run one after another until the warp reconverges). Inputs that are
+   all there cost one round trip, and one that arrives late delays only
+   itself. Each lane's acquire reaches the other threads through the
+   block barrier that follows. Then all threads copy the batch
+   (batch_copy) and the leader arrives once on each receive barrier, as
+   recv_copy does. Arrival order changes nothing: the handler runs after
+   the whole batch is present. */
+static void recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   const uint32_t lanes = rt->threads < 32 ? rt->threads : 32;
   uint32_t count = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    if (!recv_head(&c[i]) || !batched(rt, &c[i], df_comm_group(&c[i], i, n)))
-      continue;
-    if (rt->tid < lanes && count % lanes == rt->tid) {
-      const df_abi_slot *dst = df_rt_slot(rt, c[i].dst_slot_id);
-      df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, &c[i]), c[i].flag_epoch);
-      df_rt_poll_flag(rt, df_comm_flag(&c[i], dst), c[i].flag_epoch);
+  for (uint32_t base = 0;; base += lanes) {
+    const df_abi_comm *mine = 0;
+    count = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      if (!recv_head(&c[i]) || !batched(rt, &c[i], df_comm_group(&c[i], i, n)))
+        continue;
+      if (rt->tid < lanes && count - base == rt->tid)
+        mine = &c[i];
+      count++;
     }
-    count++;
+    if (mine) {
+      df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, mine), mine->flag_epoch);
+      df_rt_poll_flag(rt, df_comm_flag(mine, df_rt_slot(rt, mine->dst_slot_id)),
+                      mine->flag_epoch);
+    }
+    if (count - base <= lanes)
+      break;
   }
   if (!count)
-    return false;
+    return;
   df_ptx_bar_sync();
   batch_copy(rt, c, n);
   if (df_rt_leader(rt))
@@ -186,7 +196,6 @@ static bool recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
       if (b != DF_SENTINEL)
         df_ptx_mbar_arrive(df_rt_bar_addr(rt, b));
     }
-  return true;
 }
 
 /* HBM receives and waits (kinds 4, 7): first the batch of one-segment
