@@ -198,13 +198,29 @@ static void recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
     }
 }
 
-/* HBM receives and waits (kinds 4, 7): first the batch of one-segment
-   thread-copy receives (recv_batch), then the other transfers (bulk, or
-   segmented thread-copy) one at a time; one block barrier at the end
-   makes every target visible. */
+/* Batches of at most this many receives keep the serial path: on the
+   H200 (bench/README.md, run G) batching made the reduces of up to 4
+   inputs (reduce-fan-in=4 plans) no faster and some 1-2 % slower, while
+   it took reduces of 16-33 inputs 2-10 % faster. */
+#define DF_RECV_SERIAL_MAX 4u
+
+static uint32_t batch_size(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < n; i++)
+    count += recv_head(&c[i]) && batched(rt, &c[i], df_comm_group(&c[i], i, n));
+  return count;
+}
+
+/* HBM receives and waits (kinds 4, 7): an instruction with more than
+   DF_RECV_SERIAL_MAX one-segment thread-copy receives takes them as one
+   batch (recv_batch) first; the other transfers (bulk, segmented
+   thread-copy, and the one-segment ones of a small batch) go one at a
+   time. One block barrier at the end makes every target visible. */
 void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   bool bulk = false;
-  recv_batch(rt, c, n);
+  const bool batch = batch_size(rt, c, n) > DF_RECV_SERIAL_MAX;
+  if (batch)
+    recv_batch(rt, c, n);
   for (uint32_t i = 0; i < n; i++) {
     if (!recv_head(&c[i]))
       continue;
@@ -213,7 +229,7 @@ void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
       bulk = true;
       if (df_rt_leader(rt))
         recv_bulk(rt, &c[i], g);
-    } else if (c[i].segment_count > 1) {
+    } else if (!batch || c[i].segment_count > 1) {
       recv_copy(rt, &c[i], g);
     }
   }
