@@ -30,7 +30,9 @@
 #    MOE_HANDLERS=FILE: another handler source, e.g. an earlier revision's
 #    from `git show REV:examples/moe/moe_fused_handlers.c`, for a before/after
 #    table; MOE_CFLAGS: extra clang flags, e.g. -DMOE_GU_RING=... ring
-#    depths. Run the script several times into one DIR with distinct names.)
+#    depths; MOE_LAYOUT: extra df-layout-slots options, e.g.
+#    reuse-dead-shared=true. Run the script several times into one DIR with
+#    distinct names.)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_moe_carry.sh DIR}"
@@ -59,7 +61,7 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
       >"$d/gen.txt"
     "$bin/df-opt" "$tmp/moe$cs.mlir" \
       --df-schedule="sm-count=$sms cluster-size=$cs block-size=64 $(cat "$d/schedule.txt")" \
-      --df-layout-slots="per-cta-shared=true" -o "$tmp/plan.mlir"
+      --df-layout-slots="per-cta-shared=true ${MOE_LAYOUT:-}" -o "$tmp/plan.mlir"
     "$bin/df-translate" --df-to-plan "$tmp/plan.mlir" -o "$d/plan.dfplan"
     echo "$name t$t: $(tail -1 "$d/gen.txt" | sed 's/^moe_fused_gen: //');" \
       "$("$bin/df-translate" --df-plan-dump "$d/plan.dfplan" | grep -oE "instructions=[0-9]+|shared_memory_bytes=[0-9]+" | tr '\n' ' ')"

@@ -494,6 +494,14 @@ typedef struct df_layout_options {
      among the slots of one CTA, so the dynamic shared memory is the
      fullest CTA's. Off by default (REFERENCE 4 layout). */
   bool per_cta_shared;
+  /* df extension, needs per_cta_shared: storage keys whose uses are
+     ordered by happens-before may share bytes in a CTA (a dead region is
+     reused by a later key). A key's uses are the instructions that
+     produce, read or write any of its slots, and every send, receive,
+     source and target instruction of a transfer into or out of them, on
+     any CTA, so a remote push into the region is ordered too. Off by
+     default: the layout is then the per-CTA one above. */
+  bool reuse_dead_shared;
 } df_layout_options;
 
 typedef struct df_slot_layout {

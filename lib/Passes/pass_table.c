@@ -46,6 +46,8 @@ static const df_pass_info table[] = {
     {"df-layout-slots", "lay out slots in shared and global memory (records its options)",
      "      hbm-direct-global=BOOL hbm-direct-global-slots=i,j reuse-hbm-flags=BOOL\n"
      "      per-cta-shared=BOOL (shared offsets per CTA: dynamic shared = largest CTA)\n"
+     "      reuse-dead-shared=BOOL (with per-cta-shared: keys whose uses are ordered by\n"
+     "        happens-before share bytes in a CTA)\n"
      "      target=sm_90|sm_80 shared-memory-limit=BYTES (refuse a CTA over it; 0 = off)\n",
      df_create_layout_slots_pass},
     {"df-pack", "pack the plan into ABI records held as constants (df.packed)", "",

@@ -550,6 +550,7 @@ df_status df_plan_layout_options(MlirOperation plan_op, df_layout_options *o,
   o->hbm_direct_global = get_flag(&r, "hbm_direct_global");
   o->reuse_hbm_flags = get_flag(&r, "reuse_hbm_flags");
   o->per_cta_shared = get_flag(&r, "per_cta_shared");
+  o->reuse_dead_shared = get_flag(&r, "reuse_dead_shared");
   uint32_t n, *ids = get_array(&r, "hbm_direct_global_slots", &n, false);
   if (ids) {
     if (n > cap)

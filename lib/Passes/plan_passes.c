@@ -236,7 +236,7 @@ static df_status run_allocate_barriers(MlirOperation module, const void *options
 
 typedef struct layout_opts {
   limit_opt limit;
-  bool hbm_direct_global, reuse_hbm_flags, per_cta_shared;
+  bool hbm_direct_global, reuse_hbm_flags, per_cta_shared, reuse_dead_shared;
   uint32_t direct_count;
   uint32_t direct[MAX_DIRECT_SLOTS];
 } layout_opts;
@@ -246,6 +246,8 @@ static df_status set_layout_option(void *opts, const char *key, const char *valu
   if (!strcmp(key, "hbm-direct-global")) return df_option_bool(key, value, &l->hbm_direct_global);
   if (!strcmp(key, "reuse-hbm-flags")) return df_option_bool(key, value, &l->reuse_hbm_flags);
   if (!strcmp(key, "per-cta-shared")) return df_option_bool(key, value, &l->per_cta_shared);
+  if (!strcmp(key, "reuse-dead-shared"))
+    return df_option_bool(key, value, &l->reuse_dead_shared);
   if (!strcmp(key, "hbm-direct-global-slots"))
     return df_option_u32_list(key, value, l->direct, MAX_DIRECT_SLOTS, &l->direct_count);
   bool handled;
@@ -282,6 +284,7 @@ static void suggest(MlirOperation module, const df_plan *plan, const layout_opts
   df_pack_options po;
   memset(&po, 0, sizeof po);
   po.layout.per_cta_shared = l->per_cta_shared;
+  po.layout.reuse_dead_shared = l->reuse_dead_shared;
   po.layout.reuse_hbm_flags = l->reuse_hbm_flags;
   df_plan *fit_plan = NULL;
   df_fit_result fit;
@@ -304,6 +307,11 @@ static df_status run_layout_slots(MlirOperation module, const void *options) {
     df_set_attr(plan_op, "per_cta_shared", mlirBoolAttrGet(ctx, true));
   else
     mlirOperationRemoveAttributeByName(plan_op, mlirStringRefCreateFromCString("per_cta_shared"));
+  if (l->reuse_dead_shared)
+    df_set_attr(plan_op, "reuse_dead_shared", mlirBoolAttrGet(ctx, true));
+  else
+    mlirOperationRemoveAttributeByName(plan_op,
+                                       mlirStringRefCreateFromCString("reuse_dead_shared"));
   if (l->direct_count)
     df_set_attr(plan_op, "hbm_direct_global_slots", df_i64_array(ctx, l->direct, l->direct_count));
   else

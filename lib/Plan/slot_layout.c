@@ -7,6 +7,7 @@
 #include "arena.h"
 #include "barrier_internal.h"
 #include "keymap.h"
+#include "slot_reuse.h"
 
 static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
@@ -200,8 +201,17 @@ typedef struct interval {
   uint64_t lo, hi;
 } interval;
 
+/* With reuse_dead_shared a CTA's entries are per key (a dead key's bytes
+   may hold several later keys), unsorted and not coalesced. */
+typedef struct held {
+  uint64_t lo, hi;
+  uint32_t key;
+} held;
+
 typedef struct shared_alloc {
-  bool per_cta;
+  bool per_cta, reuse;
+  df_slot_reuse life;
+  held **held; /* reuse: per CTA, `used` entries */
   offsets flat;
   uint32_t *first;  /* per storage key (slot_count + 1): start in cta[] */
   uint32_t *cta;    /* CTAs of each key, ascending, no repeats */
@@ -274,6 +284,11 @@ static df_status shared_alloc_init(const df_plan *p, const df_layout_options *o,
                                    shared_alloc *sa) {
   memset(sa, 0, sizeof *sa);
   sa->per_cta = o && o->per_cta_shared;
+  sa->reuse = o && o->reuse_dead_shared;
+  if (sa->reuse && !sa->per_cta)
+    return df_status_errorf(DF_EINVAL,
+                            "reuse_dead_shared (reuse-dead-shared) needs per_cta_shared: "
+                            "one arena for the whole plan has no CTA to reuse bytes in");
   if (!offsets_init(&sa->flat, a, p->slot_count))
     return DF_ARENA_OOM("the slot layout");
   if (!sa->per_cta)
@@ -322,8 +337,15 @@ static df_status shared_alloc_init(const df_plan *p, const df_layout_options *o,
     sa->cta[count[m.key[i]]++] = m.sm[i];
   }
   /* Room for one range per key in each of its CTAs. */
+  if (sa->reuse) {
+    DF_TRY(df_slot_reuse_init(p, shared_key, a, &sa->life));
+    if (!(sa->held = df_arena_zero(a, sa->sm_count, sizeof(held *))))
+      return DF_ARENA_OOM("the per-CTA slot layout");
+  }
   for (uint32_t sm = 0; sm < sa->sm_count; sm++)
-    if (!(sa->taken[sm] = df_arena_array(a, room[sm] ? room[sm] : 1, sizeof(interval))))
+    if (sa->reuse ? !(sa->held[sm] = df_arena_array(a, room[sm] ? room[sm] : 1, sizeof(held)))
+                  : !(sa->taken[sm] = df_arena_array(a, room[sm] ? room[sm] : 1,
+                                                     sizeof(interval))))
       return DF_ARENA_OOM("the per-CTA slot layout");
   return df_status_ok();
 }
@@ -371,6 +393,25 @@ static void occupy(shared_alloc *sa, uint32_t sm, uint64_t lo, uint64_t hi) {
   }
 }
 
+/* Reuse mode: lowest offset >= `at` where `advance` bytes overlap no
+   entry of CTA `sm` whose key conflicts with `key`. An offset that
+   overlaps a conflicting entry e is not free, nor is any below e.hi
+   (they overlap e too), so jumping to e.hi skips no free offset. */
+static uint64_t fit_reuse(const shared_alloc *sa, uint32_t sm, uint64_t at, uint64_t advance,
+                          uint32_t key) {
+  const held *t = sa->held[sm];
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (uint32_t i = 0; i < sa->used[sm]; i++)
+      if (t[i].lo < at + advance && at < t[i].hi &&
+          df_slot_reuse_conflict(&sa->life, t[i].key, key)) {
+        at = t[i].hi;
+        moved = true;
+      }
+  }
+  return at;
+}
+
 static uint64_t shared_take(shared_alloc *sa, uint32_t key, uint64_t advance) {
   if (!sa->per_cta)
     return offsets_take(&sa->flat, key, advance);
@@ -381,12 +422,16 @@ static uint64_t shared_take(shared_alloc *sa, uint32_t key, uint64_t advance) {
   uint64_t off = 0;
   /* Cycle through the CTAs until m in a row leave the candidate alone. */
   for (uint32_t i = 0, agree = 0; agree < m; i = i + 1 < m ? i + 1 : 0) {
-    uint64_t at = fit_in(sa, set[i], off, advance);
+    uint64_t at = sa->reuse ? fit_reuse(sa, set[i], off, advance, key)
+                            : fit_in(sa, set[i], off, advance);
     agree = at == off ? agree + 1 : 1;
     off = at;
   }
   for (uint32_t i = 0; i < m; i++)
-    occupy(sa, set[i], off, off + advance);
+    if (sa->reuse)
+      sa->held[set[i]][sa->used[set[i]]++] = (held){off, off + advance, key};
+    else
+      occupy(sa, set[i], off, off + advance);
   sa->offset[key] = off < DF_SENTINEL ? (uint32_t)off : DF_SENTINEL - 1;
   return off;
 }

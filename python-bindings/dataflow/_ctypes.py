@@ -188,7 +188,8 @@ class df_barrier_alloc(Structure):
 
 class df_layout_options(Structure):
     _fields_ = [("hbm_direct_global", c_bool), ("direct_count", u32),
-                ("direct_slots", POINTER(u32)), ("reuse_hbm_flags", c_bool)]
+                ("direct_slots", POINTER(u32)), ("reuse_hbm_flags", c_bool),
+                ("per_cta_shared", c_bool), ("reuse_dead_shared", c_bool)]
 
 
 class df_handler(Structure):

@@ -524,6 +524,283 @@ static void per_cta_matches_reference(void **state) {
   }
 }
 
+/* ---- lifetime-based reuse (reuse_dead_shared) ---------------------------- */
+
+/* The seed MoE program (map1 -> reshared -> map2 -> finalize) with `tasks`
+   tasks on `sms` SMs in clusters of `cs`: several tasks per CTA. */
+static df_plan *reshared_tasks(uint32_t sms, uint32_t cs, uint32_t tasks, bool hbm) {
+  df_program *prog = seed_moe_program();
+  uint32_t e[16], h[16];
+  for (uint32_t t = 0; t < tasks; t++)
+    e[t] = h[t] = 256;
+  df_schedule_options o = df_schedule_options_default();
+  o.topology.sm_count = sms;
+  o.topology.cluster_size = cs;
+  o.block_size = 128;
+  o.range_count = 2;
+  o.ranges[0].axis = "expert_tile";
+  o.ranges[0].count = tasks;
+  o.ranges[0].lengths = e;
+  o.ranges[1].axis = "hidden_tile";
+  o.ranges[1].count = tasks;
+  o.ranges[1].lengths = h;
+  o.extent_count = 1;
+  o.extents[0] = tasks;
+  o.include_exit = tasks % 2 == 0;
+  o.force_hbm_comms = hbm;
+  df_plan *plan;
+  df_status st = df_schedule(prog, &o, &plan);
+  if (st.code != DF_OK)
+    print_error("schedule %u SMs / %u, %u tasks: %s\n", sms, cs, tasks, st.message);
+  assert_int_equal(st.code, DF_OK);
+  df_program_destroy(prog);
+  return plan;
+}
+
+typedef struct uses {
+  uint32_t n, *first, *ins; /* per storage key: instructions using it */
+  uint8_t *ownerless;       /* per key: an owner no instruction stands for */
+} uses;
+
+static void use_add(const df_plan *p, uses *u, uint32_t *cnt, bool fill, uint32_t slot,
+                    uint32_t ins) {
+  if (slot >= p->slot_count)
+    return;
+  uint32_t k = ref_key(&p->slots[slot]);
+  if (ins >= p->instr_count) {
+    u->ownerless[k] = 1;
+    return;
+  }
+  if (fill)
+    u->ins[cnt[k]++] = ins;
+  else
+    cnt[k + 1]++;
+}
+
+/* Independent of the library: every instruction that produces, reads or
+   writes a key's slots, and each end and dispatch of a comm touching one. */
+static uses key_uses(const df_plan *p) {
+  uses u;
+  uint32_t n = p->slot_count;
+  u.n = n;
+  u.first = calloc(n + 2, sizeof(uint32_t));
+  u.ownerless = calloc(n + 1, 1);
+  uint32_t *cnt = calloc(n + 2, sizeof(uint32_t));
+  for (int pass = 0; pass < 2; pass++) {
+    bool fill = pass == 1;
+    for (uint32_t i = 0; i < n; i++)
+      if (p->slots[i].producer != S || p->slots[i].owner != S)
+        use_add(p, &u, fill ? cnt : u.first, fill, i, p->slots[i].producer);
+    for (uint32_t i = 0; i < p->comm_count; i++) {
+      const df_comm *c = &p->comms[i];
+      const uint32_t sl[2] = {c->src_slot, c->dst_slot};
+      for (int e = 0; e < 2; e++) {
+        use_add(p, &u, fill ? cnt : u.first, fill, sl[e], c->src_instr);
+        use_add(p, &u, fill ? cnt : u.first, fill, sl[e], c->dst_instr);
+        use_add(p, &u, fill ? cnt : u.first, fill, sl[e], df_comm_dispatch(c));
+      }
+    }
+    for (uint32_t i = 0; i < p->instr_count; i++) {
+      const df_instr *in = &p->instrs[i];
+      for (uint32_t j = 0; j < in->input_count; j++)
+        use_add(p, &u, fill ? cnt : u.first, fill, p->inputs[in->input_offset + j], i);
+      use_add(p, &u, fill ? cnt : u.first, fill, in->output_slot, i);
+    }
+    if (!fill) {
+      for (uint32_t k = 0; k < n; k++)
+        u.first[k + 1] += u.first[k];
+      memcpy(cnt, u.first, sizeof(uint32_t) * (n + 1));
+      u.ins = malloc(sizeof(uint32_t) * (u.first[n] + 1));
+    }
+  }
+  free(cnt);
+  return u;
+}
+
+/* Reachability by depth-first search over REFERENCE 3.4's edges: queue
+   order, comm source -> target, slot producer -> reader. reach[a*n+b]. */
+static uint8_t *reach_matrix(const df_plan *p) {
+  uint32_t n = p->instr_count;
+  uint8_t *adj = calloc((size_t)n * n + 1, 1), *reach = calloc((size_t)n * n + 1, 1);
+  for (uint32_t s = 0; s < p->topology.sm_count; s++)
+    for (uint32_t q = 1; q < p->queue_lengths[s]; q++) {
+      uint32_t a = p->queue_ids[p->queue_offsets[s] + q - 1], b = p->queue_ids[p->queue_offsets[s] + q];
+      adj[(size_t)a * n + b] = 1;
+    }
+  for (uint32_t i = 0; i < p->comm_count; i++)
+    if (p->comms[i].src_instr < n && p->comms[i].dst_instr < n)
+      adj[(size_t)p->comms[i].src_instr * n + p->comms[i].dst_instr] = 1;
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t j = 0; j < p->instrs[i].input_count; j++) {
+      uint32_t sl = p->inputs[p->instrs[i].input_offset + j];
+      if (sl < p->slot_count && p->slots[sl].producer < n)
+        adj[(size_t)p->slots[sl].producer * n + i] = 1;
+    }
+  uint32_t *stack = malloc(sizeof(uint32_t) * (n + 1));
+  for (uint32_t a = 0; a < n; a++) {
+    uint32_t top = 0;
+    stack[top++] = a;
+    while (top) {
+      uint32_t x = stack[--top];
+      for (uint32_t y = 0; y < n; y++)
+        if (adj[(size_t)x * n + y] && !reach[(size_t)a * n + y]) {
+          reach[(size_t)a * n + y] = 1;
+          stack[top++] = y;
+        }
+    }
+  }
+  free(stack);
+  free(adj);
+  return reach;
+}
+
+static bool all_before(const df_plan *p, const uses *u, const uint8_t *reach, uint32_t j,
+                       uint32_t k) {
+  uint32_t n = p->instr_count;
+  for (uint32_t x = u->first[j]; x < u->first[j + 1]; x++)
+    for (uint32_t y = u->first[k]; y < u->first[k + 1]; y++)
+      if (u->ins[x] == u->ins[y] || !reach[(size_t)u->ins[x] * n + u->ins[y]])
+        return false;
+  return true;
+}
+
+/* The checker: with reuse_dead_shared, two slots of different storage
+   whose bytes overlap in a CTA they both live in have uses ordered one
+   way or the other; every other field is the per-CTA layout's, and the
+   arena is no larger. Returns the two arena sizes. */
+static void check_reuse(const df_plan *p, uint32_t *without, uint32_t *with) {
+  df_layout_options per, re;
+  memset(&per, 0, sizeof per);
+  per.per_cta_shared = true;
+  re = per;
+  re.reuse_dead_shared = true;
+  df_slot_layout a = lay(p, &per, true), b = lay(p, &re, true);
+  uint32_t n = p->slot_count, sms = p->topology.sm_count;
+  for (uint32_t i = 0; i < n; i++) {
+    df_abi_slot x = a.slots[i], y = b.slots[i];
+    x.shared_offset = y.shared_offset = 0;
+    assert_memory_equal(&x, &y, sizeof x);
+  }
+  assert_true(b.shared_slot_bytes <= a.shared_slot_bytes);
+  assert_int_equal(b.global_staging_bytes, a.global_staging_bytes);
+  uint8_t *ctas = calloc((size_t)n * sms + 1, 1);
+  for (uint32_t i = 0; i < n; i++) {
+    if (p->slots[i].producer < p->instr_count)
+      touch(p, ctas, i, p->instrs[p->slots[i].producer].sm);
+    if (p->slots[i].owner != DF_SENTINEL)
+      touch(p, ctas, i, p->slots[i].owner);
+  }
+  for (uint32_t i = 0; i < p->comm_count; i++) {
+    touch(p, ctas, p->comms[i].dst_slot, p->comms[i].consumer_sm);
+    touch(p, ctas, p->comms[i].src_slot, p->comms[i].producer_sm);
+  }
+  for (uint32_t i = 0; i < p->instr_count; i++)
+    for (uint32_t j = 0; j < p->instrs[i].input_count; j++)
+      touch(p, ctas, p->inputs[p->instrs[i].input_offset + j], p->instrs[i].sm);
+  uses u = key_uses(p);
+  uint8_t *reach = reach_matrix(p);
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t j = i + 1; j < n; j++) {
+      const df_abi_slot *x = &b.slots[i], *y = &b.slots[j];
+      uint32_t ki = ref_key(&p->slots[i]), kj = ref_key(&p->slots[j]);
+      if (ki == kj || (x->flags | y->flags) & (DF_SLOT_FLAG_SCRATCH_BACKED |
+                                                DF_SLOT_FLAG_HBM_DIRECT_GLOBAL))
+        continue;
+      uint32_t xe = x->shared_offset + (x->bytes > 16 ? x->bytes : 16);
+      uint32_t ye = y->shared_offset + (y->bytes > 16 ? y->bytes : 16);
+      if (!(x->shared_offset < ye && y->shared_offset < xe))
+        continue;
+      for (uint32_t sm = 0; sm < sms; sm++)
+        if (ctas[(size_t)i * sms + sm] && ctas[(size_t)j * sms + sm] &&
+            (u.ownerless[ki] || u.ownerless[kj] ||
+             (!all_before(p, &u, reach, ki, kj) && !all_before(p, &u, reach, kj, ki))))
+          fail_msg("slots %u and %u (storage %u, %u) share bytes in CTA %u but are live "
+                   "together",
+                   i, j, ki, kj, sm);
+    }
+  *without = a.shared_slot_bytes;
+  *with = b.shared_slot_bytes;
+  free(reach);
+  free(u.first);
+  free(u.ins);
+  free(u.ownerless);
+  free(ctas);
+  df_slot_layout_free(&a, NULL);
+  df_slot_layout_free(&b, NULL);
+}
+
+static void reuse_dead_shared_layout(void **state) {
+  (void)state;
+  /* Needs the per-CTA layout. */
+  df_plan *p = seed_make_plan();
+  df_layout_options o;
+  memset(&o, 0, sizeof o);
+  o.reuse_dead_shared = true;
+  assert_true(hand_error_has(lay_status(p, &o), "reuse_dead_shared (reuse-dead-shared) needs "
+                                                "per_cta_shared"));
+  df_plan_destroy(p);
+  /* Two tasks per cluster of 2 (the MoE shape): the second task's own
+     map1 output and map2 output take the first task's dead bytes; its
+     remote gather target does not (the peer may push it while this CTA
+     still reads the first task's), so 4 of 6 regions remain. */
+  uint32_t without, with;
+  p = reshared_tasks(4, 2, 4, false);
+  check_reuse(p, &without, &with);
+  assert_true(with < without);
+  df_plan_destroy(p);
+  /* One task per CTA: nothing is dead, the layout stays. */
+  p = reshared_tasks(4, 2, 2, false);
+  check_reuse(p, &without, &with);
+  assert_int_equal(with, without);
+  df_plan_destroy(p);
+  /* Random plans: the attention plans of per_cta_matches_reference (mixed
+     sizes, aliased storage, explicit owners) and reshared plans with
+     cluster or HBM gathers. */
+  uint32_t x = 88172645u, shrank = 0;
+  for (int round = 0; round < 40; round++) {
+    if (round % 4 == 3) {
+      /* the seed program's gather has output_arity 2: clusters of 2 */
+      p = reshared_tasks(2 * (1 + next_rand(&x) % 4), 2, 1 + next_rand(&x) % 12,
+                         next_rand(&x) % 2);
+    } else {
+      uint32_t sms = 2 + next_rand(&x) % 14, tasks = 1 + next_rand(&x) % 12, kv[12];
+      sms += sms % 2;
+      for (uint32_t t = 0; t < tasks; t++)
+        kv[t] = 16 + next_rand(&x) % 2048;
+      df_policy pol = next_rand(&x) % 2 ? DF_POLICY_ROUND_ROBIN : DF_POLICY_CLUSTER_LOCAL;
+      df_reduce_strategy st = pol == DF_POLICY_CLUSTER_LOCAL && next_rand(&x) % 2
+                                  ? DF_REDUCE_STREAMING
+                                  : DF_REDUCE_ALL_AT_ONCE;
+      p = seed_schedule_attention(sms, 2, kv, tasks, 128, pol, st, round % 3 != 0);
+      if (round % 2) {
+        int32_t types[3];
+        const uint32_t bytes[3] = {8, 100, 3000};
+        for (int k = 0; k < 3; k++)
+          assert_int_equal(df_plan_add_type(p, "T", bytes[k], &types[k]).code, DF_OK);
+        for (uint32_t i = 0; i < p->slot_count; i++) {
+          df_slot *s = &p->slots[i];
+          uint32_t r = next_rand(&x) % 16;
+          if (r < 4)
+            s->type = types[r % 3];
+          else if (r < 6 && i > 0) {
+            /* an alias of an earlier slot, of its size as the scheduler's
+               aliases are (a larger alias would outgrow its key's bytes
+               in any layout) */
+            s->shared_storage = next_rand(&x) % i;
+            s->type = p->slots[s->shared_storage].type;
+            s->private_shared = false;
+          } else if (r == 6)
+            s->owner = next_rand(&x) % sms;
+        }
+      }
+    }
+    check_reuse(p, &without, &with);
+    shrank += with < without;
+    df_plan_destroy(p);
+  }
+  assert_true(shrank > 0); /* the checker saw reuse, not only disjoint layouts */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(seed_plan_layout),
@@ -537,6 +814,7 @@ int main(void) {
       cmocka_unit_test(layout_errors),
       cmocka_unit_test(per_cta_shared_layout),
       cmocka_unit_test(per_cta_matches_reference),
+      cmocka_unit_test(reuse_dead_shared_layout),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
