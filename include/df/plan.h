@@ -10,6 +10,7 @@
 
 #include "df/abi.h"
 #include "df/program.h"
+#include "df/split.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -300,6 +301,12 @@ typedef struct df_plan {
   uint32_t *queue_ids; /* instruction ids */
   uint32_t impl_count;
   df_plan_impl_name *impl_names; /* chosen implementations, distinct */
+  /* df_schedule's automatic split (df_schedule_options.auto_split): the
+     placement it chose (block_size above) and its modelled makespan */
+  bool split_auto;
+  bool split_balance_iters;
+  bool split_defer_reduces;
+  double split_model_us;
 } df_plan;
 
 /* An empty plan for a topology (checked). */
@@ -431,6 +438,13 @@ typedef struct df_schedule_options {
      The receives a reduce waits for in turn drop from n to about
      fan_in per level. */
   uint32_t reduce_fan_in;
+  /* df extension (off by default; round_robin all_at_once only, not with
+     even_split, balance_iters or defer_reduces): block_size (may be 0),
+     balance_iters and defer_reduces are chosen by df_split_choose over the
+     scheduled axis's lengths with `split` (df/split.h); the plan records
+     the choice (df_plan.block_size, split_*). */
+  bool auto_split;
+  df_split_search split;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */

@@ -31,7 +31,12 @@ static const df_pass_info table[] = {
      "      even-split=BOOL even-split-granularity=N even-split-chunks=N\n"
      "      even-split-task-cost=N (df extension, round_robin all_at_once: the total range,\n"
      "      plus N units per task, cut into even-split-chunks (default sm-count) even chunks)\n"
-     "      reduce-fan-in=N (df extension, all_at_once: reduce trees of at most N inputs)\n",
+     "      reduce-fan-in=N (df extension, all_at_once: reduce trees of at most N inputs)\n"
+     "      block-size=auto (df extension, round_robin all_at_once: block size, balance-iters\n"
+     "      and defer-reduces chosen by a cost model; docs/plan-core.md) split-step=N\n"
+     "      split-min-block=N split-max-block=N split-unit-ns=X split-partial-ns=X\n"
+     "      split-reduce-ns=X split-reduce-input-ns=X split-finalize-ns=X split-hbm-edge-ns=X\n"
+     "      split-slot-bytes=N split-slot-budget=N\n",
      df_create_schedule_pass},
     {"df-select-variants", "choose each instruction's implementation by capability region",
      "      arch=sm_80|sm_90|sm_90a replace=OP=SYMBOL[:tiles=N,length=L,arity=A,dtype=T,\n"

@@ -465,6 +465,14 @@ df_status df_plan_from_ir(MlirOperation module, df_plan **out) {
     p->block_size = get_u(&r, "block_size", 1, false);
     get_s(&r, "range_axis", p->range_axis, sizeof p->range_axis, false);
     char text[DF_NAME_MAX];
+    /* df-schedule block-size=auto: the choice it recorded */
+    get_s(&r, "split_choice", text, sizeof text, false);
+    if (!strcmp(text, "auto")) {
+      p->split_auto = true;
+      p->split_balance_iters = get_u(&r, "balance_iters", 0, false) != 0;
+      p->split_defer_reduces = get_u(&r, "defer_reduces", 0, false) != 0;
+      p->split_model_us = get_u(&r, "split_model_ns", 0, false) / 1000.0;
+    }
     get_s(&r, "policy", text, sizeof text, false);
     if (!strcmp(text, "stage_graph"))
       p->policy = DF_POLICY_STAGE_GRAPH;

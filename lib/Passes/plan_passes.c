@@ -1,5 +1,6 @@
 /* df-schedule, df-allocate-barriers, df-layout-slots, df-pack: the plan
    core (lib/Plan) run over the plan held in IR. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,12 +71,50 @@ static df_status set_ranges(schedule_opts *s, const char *value) {
   return df_status_ok();
 }
 
+/* split-*-ns: the automatic split's costs (df/split.h) in nanoseconds. */
+static df_status set_split_cost(df_schedule_options *o, const char *key, const char *value) {
+  static const struct {
+    const char *key;
+    size_t off;
+  } costs[] = {
+      {"split-unit-ns", offsetof(df_split_cost, per_unit_us)},
+      {"split-partial-ns", offsetof(df_split_cost, per_partial_us)},
+      {"split-reduce-ns", offsetof(df_split_cost, reduce_us)},
+      {"split-reduce-input-ns", offsetof(df_split_cost, reduce_per_input_us)},
+      {"split-finalize-ns", offsetof(df_split_cost, finalize_us)},
+      {"split-hbm-edge-ns", offsetof(df_split_cost, hbm_edge_us)},
+  };
+  for (size_t i = 0; i < sizeof costs / sizeof *costs; i++)
+    if (!strcmp(key, costs[i].key)) {
+      char *end = NULL;
+      double v = strtod(value, &end);
+      if (!*value || *end || !(v >= 0) || v > 1e12)
+        return df_status_errorf(DF_EINVAL,
+                                "option '%s' expects a non-negative number of nanoseconds, "
+                                "got '%s'",
+                                key, value);
+      *(double *)((char *)&o->split.cost + costs[i].off) = v / 1000.0;
+      return df_status_ok();
+    }
+  return df_status_errorf(DF_EINVAL, "unknown option '%s'", key);
+}
+
 static df_status set_schedule_option(void *opts, const char *key, const char *value) {
   schedule_opts *s = opts;
   df_schedule_options *o = &s->o;
   if (!strcmp(key, "sm-count")) return df_option_u32(key, value, &o->topology.sm_count);
   if (!strcmp(key, "cluster-size")) return df_option_u32(key, value, &o->topology.cluster_size);
-  if (!strcmp(key, "block-size")) return df_option_u32(key, value, &o->block_size);
+  if (!strcmp(key, "block-size")) {
+    o->auto_split = !strcmp(value, "auto");
+    return o->auto_split ? df_status_ok() : df_option_u32(key, value, &o->block_size);
+  }
+  if (!strcmp(key, "split-step")) return df_option_u32(key, value, &o->split.step);
+  if (!strcmp(key, "split-min-block")) return df_option_u32(key, value, &o->split.min_block);
+  if (!strcmp(key, "split-max-block")) return df_option_u32(key, value, &o->split.max_block);
+  if (!strcmp(key, "split-slot-bytes")) return df_option_u32(key, value, &o->split.cost.slot_bytes);
+  if (!strcmp(key, "split-slot-budget"))
+    return df_option_u32(key, value, &o->split.cost.slot_budget);
+  if (!strncmp(key, "split-", 6) && strstr(key, "-ns")) return set_split_cost(o, key, value);
   if (!strcmp(key, "range-lengths")) return set_ranges(s, value);
   if (!strcmp(key, "task-extents"))
     return df_option_u32_list(key, value, o->extents, DF_MAX_AXES, &o->extent_count);
@@ -130,13 +169,24 @@ static df_status run_schedule(MlirOperation module, const void *options) {
   if (df_failed(&st))
     return df_emit(mlirOperationGetLocation(module), "df-schedule: %s", st.message);
   st = df_plan_to_ir(module, plan);
+  df_plan split = *plan; /* the automatic split's choice, read below */
   df_plan_destroy(plan);
-  if (df_failed(&st) || (!s.auto_strategy && !s.o.transfer_tile_bytes))
+  if (df_failed(&st) || (!s.auto_strategy && !s.o.transfer_tile_bytes && !split.split_auto))
     return st;
-  /* Choices run-time re-plans repeat (the program section of a blob). */
   MlirOperation plan_op;
   DF_TRY(df_plan_op(module, &plan_op));
   MlirContext ctx = mlirOperationGetContext(module);
+  if (split.split_auto) {
+    /* block_size (df.plan's) is the chosen block; the placement and its
+       modelled makespan (ns) say what the choice was */
+    df_set_attr(plan_op, "split_choice", df_str(ctx, "auto"));
+    df_set_attr(plan_op, "balance_iters", df_i64(ctx, split.split_balance_iters));
+    df_set_attr(plan_op, "defer_reduces", df_i64(ctx, split.split_defer_reduces));
+    df_set_attr(plan_op, "split_model_ns", df_i64(ctx, (int64_t)(split.split_model_us * 1000.0 + 0.5)));
+  }
+  if (!s.auto_strategy && !s.o.transfer_tile_bytes)
+    return st;
+  /* Choices run-time re-plans repeat (the program section of a blob). */
   if (s.o.transfer_tile_bytes)
     df_set_attr(plan_op, "transfer_tile_bytes", df_i64(ctx, s.o.transfer_tile_bytes));
   if (!s.auto_strategy)
@@ -163,6 +213,10 @@ df_status df_create_schedule_pass(const char *text, MlirPass *out) {
   df_status st = df_parse_pass_options("df-schedule", text, s, set_schedule_option);
   if (!df_failed(&st) && s->axis_count == 0)
     st = df_status_errorf(DF_EINVAL, "df-schedule: option 'range-lengths' is required");
+  if (!df_failed(&st) && s->auto_strategy && s->o.auto_split)
+    st = df_status_errorf(DF_EINVAL,
+                          "df-schedule: block-size=auto (all_at_once) and reduce-strategy=auto "
+                          "exclude each other");
   if (!df_failed(&st) && s->o.topology.sm_count == 0)
     st = df_status_errorf(DF_EINVAL, "df-schedule: option 'sm-count' is required");
   if (!df_failed(&st))

@@ -16,6 +16,7 @@ df_schedule_options df_schedule_options_default(void) {
   o.policy = DF_POLICY_ROUND_ROBIN;
   o.strategy = DF_REDUCE_ALL_AT_ONCE;
   o.include_exit = true;
+  o.split = df_split_search_default();
   return o;
 }
 
@@ -396,7 +397,7 @@ static df_status check_sorted_list(const uint32_t *v, uint32_t n, const char *wh
 
 static df_status check_options(const df_schedule_options *o) {
   DF_TRY(df_topology_check(&o->topology));
-  if (o->block_size == 0)
+  if (o->block_size == 0 && !o->auto_split)
     return df_status_errorf(DF_EINVAL, "Dataflow block_size must be positive, got 0");
   if (o->range_count == 0)
     return df_status_errorf(DF_EINVAL, "Dataflow range_lengths must not be empty");
@@ -563,6 +564,41 @@ static df_status resolve_pipeline(df_sched *s) {
   return df_status_ok();
 }
 
+/* df_schedule_options.auto_split: choose block size and placement, then
+   schedule with them (s->o points at the chosen options). */
+static df_status apply_auto_split(df_sched *s) {
+  const df_schedule_options *o = s->o;
+  if (o->policy != DF_POLICY_ROUND_ROBIN || o->strategy != DF_REDUCE_ALL_AT_ONCE)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow automatic split (block-size=auto) needs scheduler policy "
+                            "'round_robin' and reduce strategy 'all_at_once', got '%s' and '%s'",
+                            df_policy_name(o->policy), df_reduce_strategy_name(o->strategy));
+  if (o->even_split || o->balance_iters || o->defer_reduces)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow automatic split (block-size=auto) chooses the placement "
+                            "itself; even_split, balance_iters and defer_reduces must be off");
+  df_split_choice c;
+  df_status st = df_split_choose(s->range->lengths, s->range->count, s->topo.sm_count,
+                                 &o->split, &c);
+  if (df_failed(&st))
+    return df_status_errorf(st.code, "Dataflow range axis '%s': %s", s->range->axis,
+                            st.message);
+  s->chosen = *o;
+  s->chosen.block_size = c.block_size;
+  s->chosen.balance_iters = c.balance_iters;
+  s->chosen.defer_reduces = c.defer_reduces;
+  s->o = &s->chosen;
+  s->block = c.block_size;
+  s->bucket_size = o->bucket_size ? o->bucket_size : c.block_size;
+  df_plan *p = s->p;
+  p->block_size = c.block_size;
+  p->split_auto = true;
+  p->split_balance_iters = c.balance_iters;
+  p->split_defer_reduces = c.defer_reduces;
+  p->split_model_us = c.makespan_us;
+  return df_status_ok();
+}
+
 static df_status add_exits(df_sched *s) {
   DF_TRY(df_sched_reserve(s, s->topo.sm_count, 0, 0, 0));
   for (uint32_t sm = 0; sm < s->topo.sm_count; sm++)
@@ -592,12 +628,19 @@ static df_status run(df_sched *s) {
   p->extent_count = o->extent_count;
   memcpy(p->extents, o->extents, sizeof p->extents);
   if (df_program_is_stage_graph(g)) {
+    if (o->auto_split)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow automatic split (block-size=auto) needs a "
+                              "partial/reduce program; '%s' is a stage graph",
+                              g->name);
     p->policy = DF_POLICY_STAGE_GRAPH;
     p->strategy = DF_REDUCE_NONE;
     DF_TRY(df_schedule_stage_graph(s));
   } else {
     DF_TRY(resolve_pipeline(s));
     DF_TRY(check_policy(s));
+    if (o->auto_split)
+      DF_TRY(apply_auto_split(s));
     DF_TRY(df_sched_check_extents(o, s->range->count));
     p->policy = o->policy;
     p->strategy = o->strategy;

@@ -21,6 +21,7 @@ typedef struct df_sched {
   uint32_t *order;
   uint32_t order_count;
   bool overflow; /* an emitter ran past the reserved room */
+  df_schedule_options chosen; /* the options with an automatic split applied */
 } df_sched;
 
 /* Ensure s->buf holds at least n u32s. */

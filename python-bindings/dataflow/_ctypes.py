@@ -145,7 +145,9 @@ class df_plan(Structure):
                 ("inputs", POINTER(u32)), ("queue_offsets", POINTER(u32)),
                 ("queue_lengths", POINTER(u32)), ("queue_id_count", u32),
                 ("queue_id_cap", u32), ("queue_ids", POINTER(u32)), ("impl_count", u32),
-                ("impl_names", POINTER(df_plan_impl_name))]
+                ("impl_names", POINTER(df_plan_impl_name)), ("split_auto", c_bool),
+                ("split_balance_iters", c_bool), ("split_defer_reduces", c_bool),
+                ("split_model_us", ctypes.c_double)]
 
 
 # ---- impl.h -----------------------------------------------------------------------------
@@ -167,6 +169,17 @@ class df_range_lengths(Structure):
                 ("offsets", POINTER(u32))]
 
 
+class df_split_cost(Structure):
+    _fields_ = [("per_unit_us", ctypes.c_double), ("per_partial_us", ctypes.c_double),
+                ("reduce_us", ctypes.c_double), ("reduce_per_input_us", ctypes.c_double),
+                ("finalize_us", ctypes.c_double), ("hbm_edge_us", ctypes.c_double),
+                ("slot_bytes", u32), ("slot_budget", u32)]
+
+
+class df_split_search(Structure):
+    _fields_ = [("step", u32), ("min_block", u32), ("max_block", u32), ("cost", df_split_cost)]
+
+
 class df_schedule_options(Structure):
     _fields_ = [("topology", df_topology), ("block_size", u32), ("range_count", u32),
                 ("ranges", df_range_lengths * MAX_AXES), ("extent_count", u32),
@@ -177,7 +190,8 @@ class df_schedule_options(Structure):
                 ("select", POINTER(df_select_options)), ("defer_select", c_bool), ("defer_reduces", c_bool),
                 ("balance_iters", c_bool), ("even_split", c_bool),
                 ("even_split_granularity", u32), ("even_split_chunks", u32),
-                ("even_split_task_cost", u32), ("reduce_fan_in", u32)]
+                ("even_split_task_cost", u32), ("reduce_fan_in", u32),
+                ("auto_split", c_bool), ("split", df_split_search)]
 
 
 class df_barrier_alloc(Structure):

@@ -83,7 +83,7 @@ def schedule_options(
     *,
     topology: GPUTopology,
     range_lengths: Mapping[str, int | Iterable[int]],
-    block_size: int,
+    block_size: int | str,
     task_extents: Iterable[int] | None = None,
     range_offsets: Mapping[str, int | Iterable[int]] | None = None,
     include_exit: bool = True,
@@ -119,7 +119,9 @@ def schedule_options(
                         f"{type(topology).__name__}")
     o = lib.df_schedule_options_default()
     o.topology = topology.to_c()
-    o.block_size = _uint(block_size, "block_size")
+    # "auto": df_split_choose picks block size and placement (df/split.h)
+    o.auto_split = block_size == "auto"
+    o.block_size = 0 if o.auto_split else _uint(block_size, "block_size")
     if not isinstance(range_lengths, Mapping):
         raise TypeError("Dataflow range_lengths must be a mapping of range axis -> lengths")
     if len(range_lengths) > C.MAX_AXES:

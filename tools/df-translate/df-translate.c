@@ -49,8 +49,16 @@ static df_status program_dump(const tr_input *in, FILE *out) {
 
 /* Pack the plan held in IR with the layout options recorded on df.plan;
    optionally the program and the plan's range block size too. */
+/* What the packed plan does not hold: the range block size and an
+   automatic split's choice (df-schedule block-size=auto). */
+typedef struct tr_plan_info {
+  uint32_t block_size;
+  bool split_auto, balance_iters, defer_reduces;
+  double model_us;
+} tr_plan_info;
+
 static df_status pack_module_bs(MlirOperation module, df_packed **k, df_program **prog,
-                                uint32_t *block_size) {
+                                tr_plan_info *info) {
   MlirOperation plan_op;
   DF_TRY(df_plan_op(module, &plan_op));
   uint32_t direct[256];
@@ -60,8 +68,9 @@ static df_status pack_module_bs(MlirOperation module, df_packed **k, df_program 
   df_plan *plan;
   DF_TRY(df_plan_from_ir(module, &plan));
   df_status s = df_pack(plan, &po, NULL, k);
-  if (block_size)
-    *block_size = plan->block_size;
+  if (info)
+    *info = (tr_plan_info){plan->block_size, plan->split_auto, plan->split_balance_iters,
+                           plan->split_defer_reduces, plan->split_model_us};
   df_plan_destroy(plan);
   DF_TRY(s);
   if (prog) {
@@ -93,10 +102,15 @@ static df_status to_plan(const tr_input *in, FILE *out) {
 
 static df_status plan_dump(const tr_input *in, FILE *out) {
   df_packed *k;
+  tr_plan_info info = {0};
   if (in->module.ptr)
-    DF_TRY(pack_module(in->module, &k, NULL));
+    DF_TRY(pack_module_bs(in->module, &k, NULL, &info));
   else
     DF_TRY(df_blob_read(in->blob, in->blob_len, NULL, &k, NULL));
+  /* the scheduler's block-size=auto choice (plans in IR; text only) */
+  if (info.split_auto && !in->json)
+    fprintf(out, "split: auto block_size=%u balance_iters=%d defer_reduces=%d model_us=%.3f\n",
+            info.block_size, info.balance_iters, info.defer_reduces, info.model_us);
   df_status s = in->json ? df_packed_dump_json(k, out) : df_packed_dump_text(k, out);
   df_packed_destroy(k);
   return s;
@@ -153,8 +167,9 @@ static df_status build_kernel(const tr_input *in, char **ptx, size_t *len, uint3
 #ifdef DF_HAVE_DEVICE_RUNTIME
   df_packed *k;
   df_program *prog;
-  uint32_t block_size = 0;
-  DF_TRY(pack_module_bs(in->module, &k, &prog, &block_size));
+  tr_plan_info info = {0};
+  DF_TRY(pack_module_bs(in->module, &k, &prog, &info));
+  uint32_t block_size = info.block_size;
   df_ptx_options o = {in->sm, in->links, in->link_count, df_device_runtime_bc,
                       df_device_runtime_bc_size};
   df_kernel_options ko = {in->module, prog, in->all_features, in->embed_plan, block_size};
