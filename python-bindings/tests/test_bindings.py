@@ -231,6 +231,27 @@ def test_schedule_df_extensions_reach_the_c_scheduler():
                     scheduler_policy="cluster_local", balance_iters=True)
 
 
+def test_block_size_auto_chooses_split():
+    """block_size="auto" (df_schedule_options.auto_split): df_split_choose picks block 768
+    with balance_iters (longest task first) for kv 384 and 2560 on 4 SMs, as df-opt
+    df-schedule block-size=auto does (test/lit/Passes/schedule-split-auto.test)."""
+    topology = df.GPUTopology(sm_count=4, cluster_size=2)
+    plan = df.schedule(make_program(), topology=topology, range_lengths={"kv": [384, 2560]},
+                       block_size="auto")
+    assert plan.block_size == 768
+    iters = [(i.task_id, *i.task_range) for i in plan.instructions if i.opcode.value == "iter"]
+    assert iters[:2] == [(1, 0, 768), (1, 768, 1536)]
+    with pytest.raises(ValueError, match="chooses the placement itself"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [384]},
+                    block_size="auto", balance_iters=True)
+    with pytest.raises(ValueError, match="needs scheduler policy 'round_robin'"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [384]},
+                    block_size="auto", scheduler_policy="cluster_local")
+    with pytest.raises((TypeError, ValueError)):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [384]},
+                    block_size="automatic")
+
+
 def test_even_split_reaches_the_c_scheduler():
     """even_split (include/df/plan.h): 100 + 300 + 37 keys cut into 4 chunks of ~109, each cut
     moved to a multiple of 16 in its task; sub-options and errors pass through."""
