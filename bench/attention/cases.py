@@ -4,7 +4,9 @@ each: sequence lengths from fixed seeds, and a range block size plus
 placement chosen by replaying df's all_at_once schedules (REFERENCE 2.4
 round_robin; df-schedule defer-reduces and balance-iters) with a simple cost
 model (an SM streams its share of ~4 TB/s; fixed costs per partial, reduce
-and HBM edge) and taking the smallest modelled makespan; every plan's reduces take at
+and HBM edge) and taking the smallest modelled makespan (df-schedule
+block-size=auto runs the same model and search in lib/Plan/split_auto.c and
+picks the same plans, test/unit/test_split.c); every plan's reduces take at
 most FAN_IN inputs (reduce trees, not modelled). Each case also lists
 alternative plans (`alts`: df-schedule even-split, and round_robin for the
 skewed batches) that bench.py measures on the same inputs.
