@@ -188,11 +188,16 @@ typedef struct df_program {
      a re-plan takes the first reduce strategy whose fullest CTA fits
      shared_memory_limit bytes (0 = no limit), all_at_once under
      auto_policy (a df_policy: round_robin or cluster_local) first. Without
-     memory_auto the limit and policy are 0. */
+     memory_auto the limit and policy are 0. split_auto (0 or 1; not with
+     memory_auto): df-schedule block-size=auto, so a re-plan chooses the
+     block size and placement again for its lengths (auto_split) with the
+     default split search and cost model (df_split_search_default; the
+     compile's split-* options are not recorded). */
   uint32_t transfer_tile_bytes;
   uint32_t memory_auto;
   uint32_t shared_memory_limit;
   uint32_t auto_policy;
+  uint32_t split_auto;
 } df_program;
 
 /* Create an empty program (alloc may be NULL for the default). */

@@ -252,7 +252,8 @@ static df_status plan_u32(MlirOperation plan, const char *name, uint32_t *out, b
   return df_status_ok();
 }
 
-/* How df-schedule made the plan (transfer tile, `auto` memory choice), so
+/* How df-schedule made the plan (transfer tile, `auto` memory choice,
+   `auto` split), so
    a plan blob written from this module lets run-time re-plans schedule
    the same way. The auto limit is the tighter of the ones the compile
    checked: df-schedule's (auto_limit) and df-layout-slots'
@@ -266,11 +267,17 @@ static df_status recorded_plan_choices(convert *c, MlirOperation plan) {
     return df_emit(loc, "df.plan transfer_tile_bytes %u is not a multiple of %u",
                    p->transfer_tile_bytes, DF_SLOT_ALIGN);
   char text[64];
+  DF_TRY(df_attr_string(plan, "split_choice", false, text, sizeof text, &has));
+  if (has && strcmp(text, "auto"))
+    return df_emit(loc, "df.plan split_choice \"%s\" is not \"auto\"", text);
+  p->split_auto = has;
   DF_TRY(df_attr_string(plan, "memory_choice", false, text, sizeof text, &has));
   if (!has)
     return df_status_ok();
   if (strcmp(text, "auto"))
     return df_emit(loc, "df.plan memory_choice \"%s\" is not \"auto\"", text);
+  if (p->split_auto)
+    return df_emit(loc, "df.plan split_choice and memory_choice \"auto\" exclude each other");
   p->memory_auto = 1;
   uint32_t sched = 0, layout = 0;
   bool has_layout;

@@ -16,8 +16,11 @@
    strategy with `auto` (df_program's re-plan choices):
      PLAN_MAGIC transfer_tile_bytes memory_auto shared_memory_limit
      auto_policy
-   Blobs without either trailer read as before (no implementations,
-   whole-slot transfers, a fixed strategy). */
+   then, only for programs whose plan chose its split with
+   block-size=auto (df_program.split_auto):
+     SPLIT_MAGIC split_auto (1)
+   Blobs without these trailers read as before (no implementations,
+   whole-slot transfers, a fixed strategy, a given block size). */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -27,6 +30,7 @@
 #define N DF_NAME_MAX
 #define IMPL_MAGIC 0x4c504d49u /* "IMPL" */
 #define PLAN_MAGIC 0x4e4c5052u /* "RPLN" */
+#define SPLIT_MAGIC 0x4c505341u /* "ASPL" */
 #define bad df_blob_fail
 
 static bool in_range(int32_t v, uint32_t n) { return v >= -1 && (v < 0 || (uint32_t)v < n); }
@@ -125,6 +129,11 @@ static df_status check_plan_choices(const df_program *p) {
   if (!p->memory_auto && (p->shared_memory_limit || p->auto_policy))
     return bad("shared_memory_limit %u / auto_policy %u without memory_auto",
                p->shared_memory_limit, p->auto_policy);
+  if (p->split_auto > 1)
+    return bad("split_auto %u is not 0 or 1", p->split_auto);
+  if (p->split_auto && p->memory_auto)
+    return bad("split_auto and memory_auto exclude each other (block-size=auto is "
+               "all_at_once)");
   return df_status_ok();
 }
 
@@ -218,12 +227,16 @@ void df_blob_put_program(df_blob_buf *b, df_blob_buf *pool, const df_program *p)
     }
   }
   put_impls(b, pool, p);
-  if (!p->transfer_tile_bytes && !p->memory_auto)
-    return; /* plans without re-plan choices are unchanged */
-  uint32_t w[5] = {PLAN_MAGIC, p->transfer_tile_bytes, p->memory_auto, p->shared_memory_limit,
-                   p->auto_policy};
-  for (int i = 0; i < 5; i++)
-    df_blob_buf_u32(b, w[i]);
+  if (p->transfer_tile_bytes || p->memory_auto) {
+    uint32_t w[5] = {PLAN_MAGIC, p->transfer_tile_bytes, p->memory_auto,
+                     p->shared_memory_limit, p->auto_policy};
+    for (int i = 0; i < 5; i++)
+      df_blob_buf_u32(b, w[i]);
+  }
+  if (p->split_auto) { /* plans without it are unchanged */
+    df_blob_buf_u32(b, SPLIT_MAGIC);
+    df_blob_buf_u32(b, p->split_auto);
+  }
 }
 
 static void put_impls(df_blob_buf *b, df_blob_buf *pool, const df_program *p) {
@@ -413,6 +426,14 @@ static df_status get_plan_choices(cursor *c, df_program *p) {
   return df_status_ok();
 }
 
+/* The automatic split trailer: the flag, which must be set. */
+static df_status get_split_choice(cursor *c, df_program *p) {
+  DF_TRY(get_u32(c, &p->split_auto, "split choice: split_auto"));
+  if (p->split_auto != 1)
+    return bad("split choice trailer: split_auto %u is not 1", p->split_auto);
+  return df_status_ok();
+}
+
 /* The implementations trailer; every entry is re-checked by the program
    model's own rules. */
 static df_status get_impls(cursor *c, df_program *p) {
@@ -491,18 +512,24 @@ static df_status get_program(cursor *c, df_program *p) {
   p->stage_count = head[4];
   for (uint32_t i = 0; i < head[4]; i++)
     DF_TRY(get_stage(c, p, i));
-  /* Optional trailers, each once, implementations first. */
-  bool impls = false, choices = false;
+  /* Optional trailers, each once, in the order written. */
+  bool impls = false, choices = false, split = false;
   while (c->pos != c->len) {
-    const char *after = choices ? "plan choice" : impls ? "implementation" : "stage";
+    const char *after = split     ? "split choice"
+                        : choices ? "plan choice"
+                        : impls   ? "implementation"
+                                  : "stage";
     uint32_t magic = 0;
     DF_TRY(get_u32(c, &magic, "trailer magic"));
-    if (magic == IMPL_MAGIC && !impls && !choices) {
+    if (magic == IMPL_MAGIC && !impls && !choices && !split) {
       impls = true;
       DF_TRY(get_impls(c, p));
-    } else if (magic == PLAN_MAGIC && !choices) {
+    } else if (magic == PLAN_MAGIC && !choices && !split) {
       choices = true;
       DF_TRY(get_plan_choices(c, p));
+    } else if (magic == SPLIT_MAGIC && !split) {
+      split = true;
+      DF_TRY(get_split_choice(c, p));
     } else {
       return bad("%zu bytes left over after the last %s", c->len - c->pos + 4, after);
     }

@@ -28,6 +28,7 @@ static df_status copy_into(const df_program *p, df_program *q) {
   q->memory_auto = p->memory_auto;
   q->shared_memory_limit = p->shared_memory_limit;
   q->auto_policy = p->auto_policy;
+  q->split_auto = p->split_auto;
   return df_status_ok();
 }
 

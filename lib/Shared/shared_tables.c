@@ -39,6 +39,7 @@ static const df_shared_entry layouts[] = {
     SIZE(df_binding), SIZE(df_stage), OFF(df_stage, bindings), OFF(df_stage, policy),
     SIZE(df_range_decl), SIZE(df_program), OFF(df_program, ranges), OFF(df_program, ops),
     OFF(df_program, impl_count), OFF(df_program, impls), OFF(df_program, select_arch),
+    OFF(df_program, split_auto),
     SIZE(df_topology), SIZE(df_identity), SIZE(df_variant), OFF(df_variant, arity),
     SIZE(df_iter_buckets), SIZE(df_exact_lengths),
     SIZE(df_instr), OFF(df_instr, stage), OFF(df_instr, variant), OFF(df_instr, impl), OFF(df_instr, fused),

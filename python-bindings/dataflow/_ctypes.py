@@ -68,7 +68,8 @@ class df_program(Structure):
                 ("types", POINTER(df_itype)), ("op_count", u32), ("ops", c_void_p),
                 ("stage_count", u32), ("stages", POINTER(df_stage)), ("impl_count", u32),
                 ("impls", c_void_p), ("select_arch", u32), ("transfer_tile_bytes", u32),
-                ("memory_auto", u32), ("shared_memory_limit", u32), ("auto_policy", u32)]
+                ("memory_auto", u32), ("shared_memory_limit", u32), ("auto_policy", u32),
+                ("split_auto", u32)]
 
 
 # ---- plan.h -----------------------------------------------------------------------------

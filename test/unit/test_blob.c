@@ -285,6 +285,7 @@ static void expect_program_equal(const df_program *x, const df_program *y) {
   assert_int_equal(x->memory_auto, y->memory_auto);
   assert_int_equal(x->shared_memory_limit, y->shared_memory_limit);
   assert_int_equal(x->auto_policy, y->auto_policy);
+  assert_int_equal(x->split_auto, y->split_auto);
 }
 
 /* write -> read -> write: identical bytes, equal fields, equal program. */
@@ -812,6 +813,81 @@ static void plan_choices_are_carried_and_checked(void **state) {
   df_packed_destroy(k);
 }
 
+/* block-size=auto travels as its own 2-word trailer after the plan
+   choices (alone or with a tile); blobs without it are unchanged; the
+   flag must be 1, once, last, and not with memory_auto. */
+static void split_choice_is_carried_and_checked(void **state) {
+  (void)state;
+  df_packed *k = hand_packed();
+  df_program *prog = seed_attention_program();
+  size_t n0;
+  uint8_t *plain = write_blob(k, prog, &n0);
+  prog->split_auto = 1;
+  round_trip(k, prog);
+  size_t n;
+  uint8_t *orig = write_blob(k, prog, &n);
+  assert_int_equal(sec_len(orig, DF_BLOB_SEC_PROGRAM), sec_len(plain, DF_BLOB_SEC_PROGRAM) + 8);
+  df_packed *r;
+  df_program *rp;
+  ok(df_blob_read(orig, n, NULL, &r, &rp));
+  assert_int_equal(rp->split_auto, 1);
+  assert_int_equal(rp->memory_auto, 0);
+  assert_int_equal(rp->transfer_tile_bytes, 0);
+  df_packed_destroy(r);
+  df_program_destroy(rp);
+  prog->transfer_tile_bytes = 256; /* after the plan choices */
+  round_trip(k, prog);
+  prog->select_arch = DF_ARCH_SM80; /* and the implementations */
+  round_trip(k, prog);
+  prog->select_arch = 0;
+  prog->transfer_tile_bytes = 0;
+  size_t end = sec_off(orig, DF_BLOB_SEC_PROGRAM) + sec_len(orig, DF_BLOB_SEC_PROGRAM);
+  uint8_t *b = malloc(n);
+  memcpy(b, orig, n);
+  put32(b + end - 4, 2);
+  ok(df_blob_reseal(b, n));
+  expect_reject(b, n, "program: split choice trailer: split_auto 2 is not 1");
+  memcpy(b, orig, n);
+  put32(b + end - 4, 0);
+  ok(df_blob_reseal(b, n));
+  expect_reject(b, n, "program: split choice trailer: split_auto 0 is not 1");
+  memcpy(b, orig, n); /* an unknown trailer */
+  put32(b + end - 8, 0x12345678);
+  ok(df_blob_reseal(b, n));
+  expect_reject(b, n, "program: 8 bytes left over after the last stage");
+  free(b);
+  /* with memory_auto: the writer refuses, and so does the reader */
+  prog->memory_auto = 1;
+  uint8_t *w;
+  size_t wn;
+  df_status s = df_blob_write(k, prog, NULL, &w, &wn);
+  assert_int_equal(s.code, DF_EINVAL);
+  assert_non_null(strstr(s.message, "split_auto and memory_auto exclude each other"));
+  prog->memory_auto = 0;
+  prog->transfer_tile_bytes = 256; /* tile + split, then memory_auto set in the bytes */
+  free(orig);
+  orig = write_blob(k, prog, &n);
+  end = sec_off(orig, DF_BLOB_SEC_PROGRAM) + sec_len(orig, DF_BLOB_SEC_PROGRAM);
+  b = malloc(n);
+  memcpy(b, orig, n);
+  put32(b + end - 20, 1); /* RPLN tile memory_auto limit policy | ASPL flag */
+  ok(df_blob_reseal(b, n));
+  expect_reject(b, n, "program: split_auto and memory_auto exclude each other");
+  memcpy(b, orig, n); /* the split trailer before the plan choices */
+  uint8_t t[28];
+  memcpy(t, b + end - 28, 20);
+  memcpy(t + 20, b + end - 8, 8);
+  memcpy(b + end - 28, t + 20, 8);
+  memcpy(b + end - 20, t, 20);
+  ok(df_blob_reseal(b, n));
+  expect_reject(b, n, "program: 20 bytes left over after the last split choice");
+  free(b);
+  free(orig);
+  free(plain);
+  df_program_destroy(prog);
+  df_packed_destroy(k);
+}
+
 /* The writer refuses plans the reader would reject. */
 static void writer_rejects_bad_plans(void **state) {
   (void)state;
@@ -1090,6 +1166,12 @@ static void write_fuzz_corpus(void **state) {
   hb = write_blob(hk, hp, &hn);
   save(dir, "hand_program_choices.blob", hb, hn);
   free(hb);
+  hp->memory_auto = 0; /* a tile and the split choice trailer */
+  hp->shared_memory_limit = 0;
+  hp->split_auto = 1;
+  hb = write_blob(hk, hp, &hn);
+  save(dir, "hand_program_split.blob", hb, hn);
+  free(hb);
   df_program_destroy(hp);
   df_packed_destroy(hk);
   df_plan *plans[2] = {seed_make_plan(), seed_make_reshared_plan()};
@@ -1122,6 +1204,7 @@ int main(void) {
       cmocka_unit_test(string_references_are_checked),
       cmocka_unit_test(program_section_is_checked),
       cmocka_unit_test(plan_choices_are_carried_and_checked),
+      cmocka_unit_test(split_choice_is_carried_and_checked),
       cmocka_unit_test(writer_rejects_bad_plans),
       cmocka_unit_test(allocation_failures_are_clean),
       cmocka_unit_test(text_dump_names_every_field),

@@ -608,6 +608,73 @@ static void replan_repeats_choices(void **state) {
   df_program_destroy(g);
 }
 
+/* A program recording block-size=auto re-plans choose again for the new
+   lengths with the default model, whatever the options' block size,
+   policy, strategy and placement: the choice is df_split_choose's for
+   those lengths (two length sets, two blocks), and the re-plan runs. */
+static void replan_repeats_split_choice(void **state) {
+  (void)state;
+  static const uint32_t kv_a[3] = {384, 256, 640}, kv_b[3] = {4096, 3000, 5000};
+  const uint32_t *kvs[2] = {kv_a, kv_b};
+  uint32_t blocks[2];
+  df_program *g = seed_attention_program();
+  g->split_auto = 1;
+  for (int i = 0; i < 2; i++) {
+    df_schedule_options o = ht_kv_options(4, 1, kvs[i], 3, 64);
+    o.policy = DF_POLICY_CLUSTER_LOCAL; /* not used under auto */
+    o.strategy = DF_REDUCE_STREAMING;
+    o.balance_iters = true;
+    o.split.cost.per_unit_us = 1e6; /* the recorded choice uses the default model */
+    df_split_search def = df_split_search_default();
+    df_split_choice want;
+    assert_int_equal(df_split_choose(kvs[i], 3, 4, &def, &want).code, DF_OK);
+    df_plan *p = NULL;
+    df_status st = df_schedule_replan(g, &o, NULL, &p, NULL);
+    if (st.code != DF_OK)
+      fail_msg("%s", st.message);
+    assert_true(p->split_auto);
+    assert_int_equal(p->block_size, want.block_size);
+    assert_int_equal(p->split_balance_iters, want.balance_iters);
+    assert_int_equal(p->split_defer_reduces, want.defer_reduces);
+    assert_int_equal(p->policy, DF_POLICY_ROUND_ROBIN);
+    assert_int_equal(p->strategy, DF_REDUCE_ALL_AT_ONCE);
+    blocks[i] = p->block_size;
+    if (i == 0) {
+      float *rows;
+      uint32_t max_copy;
+      run_rows(p, 3, p->block_size, &rows, &max_copy);
+      ht_check_attention(rows, kv_a, 3);
+      free(rows);
+    }
+    df_plan_destroy(p);
+  }
+  assert_int_not_equal(blocks[0], blocks[1]);
+  /* without the flag the options' block size stays */
+  g->split_auto = 0;
+  df_schedule_options o = ht_kv_options(4, 1, kv_a, 3, 64);
+  df_plan *p = NULL;
+  assert_int_equal(df_schedule_replan(g, &o, NULL, &p, NULL).code, DF_OK);
+  assert_int_equal(p->block_size, 64);
+  assert_false(p->split_auto);
+  df_plan_destroy(p);
+  df_program_destroy(g);
+  /* a failing choice names the recorded choice */
+  g = moe_program(4, 1, "hbm_all_gather");
+  g->split_auto = 1;
+  static const uint32_t len[2] = {64, 64};
+  o = df_schedule_options_default();
+  o.topology.sm_count = 4;
+  o.range_count = 2;
+  o.ranges[0] = (df_range_lengths){"expert_tile", 2, len, NULL};
+  o.ranges[1] = (df_range_lengths){"hidden_tile", 2, len, NULL};
+  df_status st = df_schedule_replan(g, &o, NULL, &p, NULL);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "re-plan with the recorded split choice block-size=auto: "));
+  assert_non_null(strstr(st.message, "needs a partial/reduce program"));
+  assert_null(p);
+  df_program_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reshared_policies_parity),
@@ -623,6 +690,7 @@ int main(void) {
       cmocka_unit_test(budget_long_range),
       cmocka_unit_test(auto_chooses_first_fit),
       cmocka_unit_test(replan_repeats_choices),
+      cmocka_unit_test(replan_repeats_split_choice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
