@@ -236,7 +236,8 @@ df_status df_rt_plan_from_packed(df_rt *rt, df_packed *packed, df_program *progr
                                  uint32_t block_size, df_rt_plan **out);
 /* Schedule `program` with `so` and pack it with `po` in process (NULL po:
    default layout, no fingerprint). The plan keeps a copy of the program,
-   so it can be re-planned; its block size is so->block_size. */
+   so it can be re-planned; its block size is the plan's (so->block_size,
+   or the chosen one with so->auto_split). */
 df_status df_rt_plan_from_program(df_rt *rt, const df_program *program,
                                   const df_schedule_options *so,
                                   const df_pack_options *po, df_rt_plan **out);
@@ -248,7 +249,11 @@ df_status df_rt_plan_from_program(df_rt *rt, const df_program *program,
    program are repeated (df_schedule_replan): so->transfer_tile_bytes 0
    takes the base plan's tile, and a plan compiled with
    reduce-strategy=auto is re-fitted under its recorded shared-memory
-   limit (so->policy / so->strategy are then not used). The result is a new plan;
+   limit (so->policy / so->strategy are then not used); one compiled with
+   block-size=auto chooses its block size and placement again for the new
+   lengths (so->block_size, policy, strategy and placement are then not
+   used; df_rt_plan_block_size of the result is the chosen block, which
+   executables then take). The result is a new plan;
    df_rt_executable_set_plan switches an executable to it without
    reloading the module. */
 df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *so,

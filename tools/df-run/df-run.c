@@ -42,6 +42,7 @@ static df_status load_plan(run *r) {
   df_pack_options po;
   run_replan_pack_options(&r->o, &po);
   DF_TRY(df_rt_plan_replan(r->plan, &so, &po, &r->replanned));
+  run_replan_block(&r->o, df_rt_plan_block_size(r->replanned));
   return df_status_ok();
 }
 

@@ -13,7 +13,7 @@
 #include "run_common.h"
 
 typedef struct host_run {
-  const run_options *o;
+  run_options *o; /* a copy: --block-size auto sets the chosen block */
   df_packed *k;
   df_program *prog;
   void *lib;
@@ -56,6 +56,11 @@ static df_status load_plan(host_run *r) {
     printf("df-run: auto memory choice: %s/%s (CTA %u needs %u bytes)\n",
            df_policy_name(plan->policy), df_reduce_strategy_name(plan->strategy),
            fit.c[fit.chosen].need.cta, fit.c[fit.chosen].need.total);
+  if (plan->split_auto)
+    printf("df-run: auto split: block_size %u balance_iters %d defer_reduces %d model_us %.2f\n",
+           plan->block_size, plan->split_balance_iters, plan->split_defer_reduces,
+           plan->split_model_us);
+  run_replan_block(r->o, plan->block_size);
   if (r->o->fuse) {
     df_fuse_report fr;
     s = df_plan_fuse(plan, NULL, &fr);
@@ -210,8 +215,10 @@ static void teardown(host_run *r) {
 
 int host_backend_run(const run_options *o) {
   static host_run r;
+  static run_options opts;
   memset(&r, 0, sizeof r);
-  r.o = o;
+  opts = *o;
+  r.o = &opts;
   int failed = 0, rc = RUN_EXIT_OK;
   df_status s = setup(&r);
   if (s.code == DF_OK)

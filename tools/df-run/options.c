@@ -273,7 +273,10 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
     } else if (strcmp(a, "--warmup") == 0) {
       DF_TRY(parse_u32(a, v, 0, &o->warmup));
     } else if (strcmp(a, "--block-size") == 0) {
-      DF_TRY(parse_u32(a, v, 1, &o->block_size));
+      o->block_auto = v && strcmp(v, "auto") == 0;
+      o->block_size = 0;
+      if (!o->block_auto)
+        DF_TRY(parse_u32(a, v, 1, &o->block_size));
     } else if (strcmp(a, "--block-dim") == 0) {
       DF_TRY(parse_block_dim(v, o));
       only.cuda = only.cuda ? only.cuda : "--block-dim";
@@ -307,8 +310,12 @@ df_status run_options_parse(int argc, char **argv, run_options *o) {
     }
   }
   DF_TRY(check_backend(o, &only));
-  if (o->replan_axis && !o->block_size)
+  if (o->replan_axis && !o->block_size && !o->block_auto)
     return df_status_errorf(DF_EINVAL, "--replan needs --block-size");
+  if (o->block_auto && !o->replan_axis)
+    return df_status_errorf(DF_EINVAL, "--block-size auto takes the block a re-plan chooses "
+                                       "(a blob compiled with block-size=auto); it needs "
+                                       "--replan");
   if (o->fuse && !o->replan_axis)
     return df_status_errorf(DF_EINVAL, "--fuse fuses the re-plan of --replan (a blob's "
                                        "instructions are fixed when it is written; fuse with "

@@ -40,6 +40,9 @@ typedef struct run_options {
   uint32_t iters, warmup;
   uint32_t block_dim[3];
   uint32_t block_size;
+  /* --block-size auto: the re-plan's chosen block (blobs compiled with
+     block-size=auto; block_size is set once re-planned) */
+  bool block_auto;
   uint64_t seed;
   uint32_t tensor_count, check_count, save_count;
   run_binding tensors[RUN_MAX_TENSORS], checks[RUN_MAX_TENSORS], saves[RUN_MAX_TENSORS];

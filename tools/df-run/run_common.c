@@ -220,7 +220,22 @@ void run_replan_options(const run_options *o, df_schedule_options *so) {
 }
 
 df_status run_replan_choices(const run_options *o, const df_program *prog) {
-  if (!prog || (!prog->transfer_tile_bytes && !prog->memory_auto))
+  bool split = prog && prog->split_auto;
+  if (split && !o->block_auto)
+    return df_status_errorf(DF_EINVAL,
+                            "--replan: the plan was compiled with block-size=auto, which "
+                            "re-plans repeat (choosing the block for the new lengths); pass "
+                            "--block-size auto, not %u",
+                            o->block_size);
+  if (!split && o->block_auto)
+    return df_status_errorf(DF_EINVAL, "--block-size auto: the plan was not compiled with "
+                                       "block-size=auto; give the block size");
+  if (split && (o->policy_set || o->strategy_set))
+    return df_status_errorf(DF_EINVAL,
+                            "--replan: the plan was compiled with block-size=auto (round_robin "
+                            "all_at_once, placement chosen), which re-plans repeat; --policy / "
+                            "--strategy cannot override it");
+  if (!prog || (!prog->transfer_tile_bytes && !prog->memory_auto && !split))
     return df_status_ok();
   if (prog->memory_auto && (o->policy_set || o->strategy_set))
     return df_status_errorf(DF_EINVAL,
@@ -233,8 +248,17 @@ df_status run_replan_choices(const run_options *o, const df_program *prog) {
   if (prog->memory_auto)
     printf(" reduce-strategy=auto shared_memory_limit=%u policy=%s", prog->shared_memory_limit,
            df_policy_name((df_policy)prog->auto_policy));
+  if (split)
+    printf(" block-size=auto");
   printf("\n");
   return df_status_ok();
+}
+
+void run_replan_block(run_options *o, uint32_t chosen) {
+  if (!o->block_auto)
+    return;
+  o->block_size = chosen;
+  printf("df-run: re-plan chose block_size %u\n", chosen);
 }
 
 void run_replan_pack_options(const run_options *o, df_pack_options *po) {

@@ -43,9 +43,14 @@ df_status run_tensors_outputs(run_tensors *t, const run_options *o, run_fetch_fn
 /* The scheduler options of --replan (topology left 0: the base plan's). */
 void run_replan_options(const run_options *o, df_schedule_options *so);
 /* --replan of a blob whose program records the compiled plan's choices
-   (transfer tile, reduce-strategy=auto): refuses --policy / --strategy,
-   which an auto choice decides, and prints the choices it repeats. */
+   (transfer tile, reduce-strategy=auto, block-size=auto): refuses
+   --policy / --strategy, which an auto choice decides, a --block-size
+   other than auto with block-size=auto (and auto without it), and
+   prints the choices it repeats. */
 df_status run_replan_choices(const run_options *o, const df_program *prog);
+/* After a re-plan with --block-size auto: run with the chosen block
+   (printed). */
+void run_replan_block(run_options *o, uint32_t chosen);
 /* The pack options of --replan (no fingerprint; --per-cta-shared). */
 void run_replan_pack_options(const run_options *o, df_pack_options *po);
 

@@ -97,6 +97,7 @@ static df_status plan_program(df_rt *rt, const df_program *program,
   defaults.skip_fingerprint = true;
   df_packed *k;
   df_status s = df_pack(plan, po ? po : &defaults, &rt->alloc, &k);
+  uint32_t block_size = plan->block_size; /* so->block_size or the split chosen */
   df_plan_destroy(plan);
   if (s.code != DF_OK)
     return s;
@@ -106,7 +107,7 @@ static df_status plan_program(df_rt *rt, const df_program *program,
     df_packed_destroy(k);
     return s;
   }
-  return df_rt_plan_from_packed(rt, k, copy, so->block_size, out);
+  return df_rt_plan_from_packed(rt, k, copy, block_size, out);
 }
 
 df_status df_rt_plan_from_program(df_rt *rt, const df_program *program,

@@ -114,6 +114,18 @@ run 2 "plan handler 3, combine \(1,reduce\) arity passthrough, is not among" "${
   --tensor O=zeros:float16:4x16 --replan kv=512,128 --block-size 128
 run 2 "cannot re-plan: the plan carries no program" --driver "$fake" --kernel "$work/k.ptx" \
   --plan "$work/bare.dfplan" --replan kv=300,200 --block-size 128
+# a blob recording block-size=auto: the re-plan chooses the block for the
+# new lengths and the launch passes it to the kernel
+"$make_blob" "$work/split.dfplan" split || exit 1
+split=(--driver "$fake" --kernel "$work/k.ptx" --plan "$work/split.dfplan" "${qkv[@]}" --tensor O=zeros:float16:4x16)
+run 0 "re-plan chose block_size 1024" "${split[@]}" --replan kv=2000,2000 --block-size auto
+run 0 "launch: grid 4, .*, block_size 1024" "${split[@]}" --replan kv=2000,2000 --block-size auto
+run 0 "launch: grid 4, .*, block_size 512" "${split[@]}" --replan kv=1000,1000 --block-size auto
+run 2 "compiled with block-size=auto, which re-plans repeat \(choosing the block for the new lengths\); pass --block-size auto, not 128" \
+  "${split[@]}" --replan kv=1000,1000 --block-size 128
+run 2 "--block-size auto: the plan was not compiled with block-size=auto" "${base[@]}" "${qkv[@]}" \
+  --tensor O=zeros:float16:4x16 --replan kv=1000,1000 --block-size auto
+run 2 "--block-size auto takes the block a re-plan chooses" --kernel a --plan b --block-size auto
 
 # .npy: round trips, references of another float width, bad headers
 run 0 "saved O to $work/r.npy" "${base[@]}" "${qkv[@]}" --tensor O=random:float16:4x16:5 --save "O=$work/r.npy"

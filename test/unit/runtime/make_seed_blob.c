@@ -1,12 +1,13 @@
 /* Writes the seed plan (make_plan(), with its program) as a plan blob for
-   df-run's end-to-end test: make_seed_blob OUT.dfplan [bare|hung], where
+   df-run's end-to-end test: make_seed_blob OUT.dfplan [bare|hung|choices|split], where
    `bare` leaves the program out and `hung` edits the plan before df_pack
    so that its first HBM receive waits for an epoch nobody sends (1000
    more than planned): a launch of it never finishes, which the watchdog
    must report (scripts/gpu/run_seed.sh, test/lit/GPU). `choices` records
    re-plan choices in the program as a plan compiled with
    transfer-tile-bytes=16 reduce-strategy=auto shared-memory-limit=200
-   would: re-plans are then tiled and fitted under 200 bytes. */
+   would: re-plans are then tiled and fitted under 200 bytes. `split`
+   records block-size=auto: re-plans choose the block again. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: make_seed_blob OUT.dfplan [bare|hung|choices]\n");
+    fprintf(stderr, "usage: make_seed_blob OUT.dfplan [bare|hung|choices|split]\n");
     return 2;
   }
   df_plan *plan = seed_make_plan();
@@ -49,6 +50,8 @@ int main(int argc, char **argv) {
     prog->shared_memory_limit = 200;
     prog->auto_policy = DF_POLICY_ROUND_ROBIN;
   }
+  if (argc > 2 && strcmp(argv[2], "split") == 0)
+    prog->split_auto = 1;
   uint8_t *bytes;
   size_t len;
   s = df_blob_write(k, prog, NULL, &bytes, &len);

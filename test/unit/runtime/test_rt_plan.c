@@ -363,6 +363,45 @@ static void replans_repeat_recorded_choices(void **state) {
   fx_close(&f);
 }
 
+/* A blob recording block-size=auto: re-plans (and re-plans of those,
+   whose program is a clone) choose the block for their lengths, and the
+   plan's block size is the chosen one, not the options'. */
+static void replans_repeat_split_choice(void **state) {
+  (void)state;
+  fake_reset();
+  rt_fixture f;
+  fx_open(&f);
+  df_plan *plan = seed_make_plan();
+  df_pack_options po;
+  memset(&po, 0, sizeof po);
+  df_packed *k;
+  fx_ok(df_pack(plan, &po, NULL, &k));
+  df_plan_destroy(plan);
+  df_program *prog = seed_attention_program();
+  prog->split_auto = 1;
+  size_t len;
+  uint8_t *bytes;
+  fx_ok(df_blob_write(k, prog, NULL, &bytes, &len));
+  df_program_destroy(prog);
+  df_packed_destroy(k);
+  df_rt_plan *base, *p, *q;
+  fx_ok(df_rt_plan_from_blob(f.rt, bytes, len, &base));
+  free(bytes);
+  assert_int_equal(df_rt_plan_program(base)->split_auto, 1);
+  const uint32_t kv1[2] = {2000, 2000}, kv2[2] = {1000, 1000};
+  df_schedule_options so = lengths(kv1, 2, 128);
+  fx_ok(df_rt_plan_replan(base, &so, NULL, &p));
+  assert_int_equal(df_rt_plan_block_size(p), 1024);
+  assert_int_equal(df_rt_plan_program(p)->split_auto, 1);
+  so = lengths(kv2, 2, 128);
+  fx_ok(df_rt_plan_replan(p, &so, NULL, &q));
+  assert_int_equal(df_rt_plan_block_size(q), 512);
+  df_rt_plan_destroy(q);
+  df_rt_plan_destroy(p);
+  df_rt_plan_destroy(base);
+  fx_close(&f);
+}
+
 /* Shrinking plans reuse the device buffers. */
 static void set_plan_reuses_buffers(void **state) {
   (void)state;
@@ -407,6 +446,7 @@ int main(void) {
       cmocka_unit_test(from_packed_checks),
       cmocka_unit_test(replans_with_the_same_module),
       cmocka_unit_test(replans_repeat_recorded_choices),
+      cmocka_unit_test(replans_repeat_split_choice),
       cmocka_unit_test(set_plan_reuses_buffers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
