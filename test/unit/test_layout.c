@@ -304,6 +304,28 @@ static void touch(const df_plan *p, uint8_t *ctas, uint32_t slot, uint32_t sm) {
     ctas[(size_t)slot * p->topology.sm_count + sm] = 1;
 }
 
+/* Which CTAs each slot lives in (slot-major, sm_count columns): its
+   producer's, its owner, both ends of its comms, and every reader's. */
+static uint8_t *slot_ctas(const df_plan *p) {
+  uint32_t n = p->slot_count;
+  uint8_t *ctas = calloc((size_t)n * p->topology.sm_count + 1, 1);
+  assert_non_null(ctas);
+  for (uint32_t i = 0; i < n; i++) {
+    if (p->slots[i].producer < p->instr_count)
+      touch(p, ctas, i, p->instrs[p->slots[i].producer].sm);
+    if (p->slots[i].owner != DF_SENTINEL)
+      touch(p, ctas, i, p->slots[i].owner);
+  }
+  for (uint32_t i = 0; i < p->comm_count; i++) {
+    touch(p, ctas, p->comms[i].dst_slot, p->comms[i].consumer_sm);
+    touch(p, ctas, p->comms[i].src_slot, p->comms[i].producer_sm);
+  }
+  for (uint32_t i = 0; i < p->instr_count; i++)
+    for (uint32_t j = 0; j < p->instrs[i].input_count; j++)
+      touch(p, ctas, p->inputs[p->instrs[i].input_offset + j], p->instrs[i].sm);
+  return ctas;
+}
+
 static void check_per_cta(const df_plan *p) {
   df_layout_options flat, per;
   memset(&flat, 0, sizeof flat);
@@ -319,20 +341,7 @@ static void check_per_cta(const df_plan *p) {
   }
   assert_true(b.shared_slot_bytes <= a.shared_slot_bytes);
   assert_int_equal(b.global_staging_bytes, a.global_staging_bytes);
-  uint8_t *ctas = calloc((size_t)n * sms, 1);
-  for (uint32_t i = 0; i < n; i++) {
-    if (p->slots[i].producer < p->instr_count)
-      touch(p, ctas, i, p->instrs[p->slots[i].producer].sm);
-    if (p->slots[i].owner != DF_SENTINEL)
-      touch(p, ctas, i, p->slots[i].owner);
-  }
-  for (uint32_t i = 0; i < p->comm_count; i++) {
-    touch(p, ctas, p->comms[i].dst_slot, p->comms[i].consumer_sm);
-    touch(p, ctas, p->comms[i].src_slot, p->comms[i].producer_sm);
-  }
-  for (uint32_t i = 0; i < p->instr_count; i++)
-    for (uint32_t j = 0; j < p->instrs[i].input_count; j++)
-      touch(p, ctas, p->inputs[p->instrs[i].input_offset + j], p->instrs[i].sm);
+  uint8_t *ctas = slot_ctas(p);
   /* No two slots of one CTA overlap unless they share storage. */
   for (uint32_t i = 0; i < n; i++)
     for (uint32_t j = i + 1; j < n; j++) {
@@ -683,20 +692,7 @@ static void check_reuse(const df_plan *p, uint32_t *without, uint32_t *with) {
   }
   assert_true(b.shared_slot_bytes <= a.shared_slot_bytes);
   assert_int_equal(b.global_staging_bytes, a.global_staging_bytes);
-  uint8_t *ctas = calloc((size_t)n * sms + 1, 1);
-  for (uint32_t i = 0; i < n; i++) {
-    if (p->slots[i].producer < p->instr_count)
-      touch(p, ctas, i, p->instrs[p->slots[i].producer].sm);
-    if (p->slots[i].owner != DF_SENTINEL)
-      touch(p, ctas, i, p->slots[i].owner);
-  }
-  for (uint32_t i = 0; i < p->comm_count; i++) {
-    touch(p, ctas, p->comms[i].dst_slot, p->comms[i].consumer_sm);
-    touch(p, ctas, p->comms[i].src_slot, p->comms[i].producer_sm);
-  }
-  for (uint32_t i = 0; i < p->instr_count; i++)
-    for (uint32_t j = 0; j < p->instrs[i].input_count; j++)
-      touch(p, ctas, p->inputs[p->instrs[i].input_offset + j], p->instrs[i].sm);
+  uint8_t *ctas = slot_ctas(p);
   uses u = key_uses(p);
   uint8_t *reach = reach_matrix(p);
   for (uint32_t i = 0; i < n; i++)
