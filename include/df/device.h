@@ -35,6 +35,11 @@ typedef struct df_ctx {
   /* Host backend only: CTA barrier among the virtual CTA's threads. */
   void (*host_barrier)(void *user);
   void *host_user;
+  /* Handler workspace: shared memory of this CTA that only the running
+     handler uses (docs/workspace.md); NULL / 0 when the kernel's handlers
+     declare none. */
+  uint8_t *workspace;
+  uint32_t workspace_bytes;
 } df_ctx;
 
 /* A handler: one function per handler id (variants included). */
@@ -105,6 +110,15 @@ DF_DEVICE_INLINE void df_ctx_barrier(const df_ctx *c) {
     c->host_barrier(c->host_user);
 #endif
 }
+
+/* The handler workspace: df_ctx_workspace_bytes bytes of this CTA's
+   shared memory (on the host, a per-CTA buffer), at least 128-byte
+   aligned, private to the handler running now: contents are undefined at
+   entry and not kept between instructions. A kernel has the largest
+   workspace its handlers declare (`df.workspace_bytes` on a handler
+   declaration); NULL and 0 when none does. */
+DF_DEVICE_INLINE void *df_ctx_workspace(const df_ctx *c) { return c->workspace; }
+DF_DEVICE_INLINE uint32_t df_ctx_workspace_bytes(const df_ctx *c) { return c->workspace_bytes; }
 
 /* Field offsets inside a slot follow REFERENCE 1.4: each field aligned to
    min(element bytes, 16) in declaration order. Handlers use the offsets
