@@ -15,9 +15,10 @@
 
 #define DF_KERNEL_NAME "df_persistent_kernel"
 #define DF_TRIPLE "nvptx64-nvidia-cuda"
-/* Pinned PTX ISA: 8.0 is the first with sm_90a and is accepted by every
-   CUDA 12/13 ptxas and driver. */
-#define DF_PTX_FEATURES "+ptx80"
+/* Pinned PTX ISA: 8.6 (CUDA 12.8 ptxas, r570 drivers and later) for the
+   relaxed remote arrive.expect_tx of cluster sends (docs/device-runtime.md);
+   8.0 forms cost ~0.3 us per cluster edge. */
+#define DF_PTX_FEATURES "+ptx86"
 
 static df_status take_error(LLVMErrorRef e, const char *what) {
   char *msg = LLVMGetErrorMessage(e);

@@ -35,7 +35,10 @@ static void cluster_send(const df_rt *rt, const df_abi_comm *c) {
     df_ptx_mbar_remote_expect_tx(rbar, bytes);
   else
     df_ptx_mbar_remote_arrive_expect_tx(rbar, bytes);
-  df_ptx_fence_proxy_async();
+  /* The source was fenced for the async proxy by every writer before the
+     block barrier (kernel.c); the expect_tx and the copy's complete_tx
+     may reach the peer barrier in either order (the tx count is signed),
+     so no proxy fence is needed between them. */
   if (bytes)
     df_ptx_bulk_s2c(rdst, rt->smem_addr + df_rt_slot_smem(rt, src) + off, bytes, rbar);
 }

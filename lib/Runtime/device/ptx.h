@@ -92,10 +92,12 @@ DF_PTX void df_ptx_mbar_arrive_expect_tx(uint32_t bar, uint32_t tx) {
                        "r"(tx)
                        : "memory");
 }
-/* The same on a peer CTA's barrier (address from mapa). */
+/* The same on a peer CTA's barrier (address from mapa). Relaxed (PTX ISA
+   8.6): the bytes travel by the copy's complete_tx, which needs no
+   release; a release arrive cost ~0.3 us per cluster edge (bench/overhead). */
 DF_PTX void df_ptx_mbar_remote_arrive_expect_tx(uint32_t rbar, uint32_t tx) {
   __asm__ __volatile__(
-      "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%0], %1;" ::"r"(rbar),
+      "mbarrier.arrive.expect_tx.relaxed.cluster.shared::cluster.b64 _, [%0], %1;" ::"r"(rbar),
       "r"(tx)
       : "memory");
 }
@@ -158,6 +160,11 @@ DF_PTX void df_ptx_mbar_wait_cluster(uint32_t bar, uint32_t parity) {
                          : "r"(bar), "r"(parity)
                          : "memory");
   } while (!done);
+}
+
+/* Bring the line holding global address `p` into L1 (no register result). */
+DF_PTX void df_ptx_prefetch_l1(const void *p) {
+  __asm__ __volatile__("prefetch.global.L1 [%0];" ::"l"(p) : "memory");
 }
 
 /* ---- cluster addressing --------------------------------------------------- */

@@ -19,7 +19,7 @@ mkdir -p "$out"
 # The compiler's pipeline: everything but the kernel internal, O3, PTX 8.0.
 "$llvm/opt" -passes='internalize,default<O3>' \
   -internalize-public-api-list=df_persistent_kernel "$out/kernel.bc" -o "$out/kernel.opt.bc"
-"$llvm/llc" -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90a -mattr=+ptx80 "$out/kernel.opt.bc" \
+"$llvm/llc" -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90a -mattr=+ptx86 "$out/kernel.opt.bc" \
   -o "$out/kernel.ptx"
 cc -std=gnu17 -O1 -Wall -Wextra -Werror -I "$src/include" -I "$cuda/include" \
   -I "$src/test/unit" "$src/test/lit/Runtime/Inputs/gpu_smoke.c" \
