@@ -32,4 +32,7 @@ void df_rt_gather_records(df_rt *rt, const df_abi_args *a, const df_abi_comm *c,
       p = &rt->slots[c[lane - 24].dst_slot_id];
   }
   rt->pf_line = p;
+  /* Warm L1 now, while the receives are awaited: cluster receives wait at
+     CTA scope and keep it; HBM polls empty it and prefetch again. */
+  df_rt_prefetch_records(rt);
 }
