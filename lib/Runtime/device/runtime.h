@@ -44,9 +44,6 @@ typedef struct df_rt {
      abort word, both NULL without a watchdog. */
   volatile uint32_t *progress;
   volatile uint32_t *abort_req;
-  /* Lanes of warp 0: one record line each that the instruction's handler
-     and sends will read (df_rt_gather_records); NULL = none. */
-  const void *pf_line;
 } df_rt;
 
 DF_RT bool df_rt_leader(const df_rt *rt) { return rt->tid == 0; }
@@ -179,19 +176,8 @@ DF_RT uint64_t df_gaddr(const void *p) {
   return (uint64_t)(uintptr_t)(const __attribute__((address_space(1))) void *)p;
 }
 
-/* Re-fetch the gathered record lines into L1 (one parallel round trip):
-   an acquire at cluster or gpu scope invalidates the whole L1 (SASS
-   CCTL.IVALL), so after an HBM flag poll the handler's args, input-slot
-   and slot records would otherwise miss one after another. */
-DF_RT void df_rt_prefetch_records(const df_rt *rt) {
-  if (rt->pf_line)
-    df_ptx_prefetch_l1(rt->pf_line);
-}
-
 /* ---- phases (one file each) --------------------------------------------------- */
 
-void df_rt_gather_records(df_rt *rt, const df_abi_args *a, const df_abi_comm *c, uint32_t n,
-                          const uint32_t *input_slots, const uint32_t *task_coords);
 void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_count);
 void df_rt_finish(const df_rt *rt);
 void df_rt_copy(const df_rt *rt, uint8_t *dst, const uint8_t *src, uint32_t n);
