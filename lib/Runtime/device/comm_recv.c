@@ -15,9 +15,11 @@ void df_rt_cluster_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
       df_rt_mark(rt, DF_PHASE_CLUSTER_RECV, df_rt_comm_index(rt, &c[i]), c[i].flag_epoch & 1);
       df_rt_bar_wait(rt, df_rt_bar_addr(rt, b), c[i].flag_epoch & 1, true);
     }
+    DF_RT_TRACE_AT(rt, DF_RT_TRACE_CL_WAIT);
     df_ptx_fence_proxy_async();
   }
   df_ptx_bar_sync();
+  DF_RT_TRACE_AT(rt, DF_RT_TRACE_CL_SYNC);
 }
 
 /* Thread-copy path for one transfer c[0..g): the leader alone
@@ -236,4 +238,5 @@ void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   if (bulk && df_rt_leader(rt))
     df_ptx_fence_proxy_async_shared();
   df_ptx_bar_sync();
+  DF_RT_TRACE_AT(rt, DF_RT_TRACE_HBM_DONE);
 }

@@ -15,6 +15,7 @@ void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch) {
   uint64_t a = df_gaddr(&rt->flags[flag]);
   for (uint32_t n = 1; df_ptx_ld_acquire_gpu(a) < epoch; n++)
     df_rt_check_abort(rt, n);
+  DF_RT_TRACE_AT(rt, DF_RT_TRACE_HBM_FLAG);
 }
 
 /* Whether group c[0..g) (one transfer, its segments) can go through the
