@@ -23,7 +23,7 @@
    | 1 | CL_WAIT    | cluster receive: the leader's mbarrier waits satisfied, before    |
    |   |            | its fence.proxy.async and bar.sync (comm_recv.c)                  |
    | 2 | CL_SYNC    | after the cluster receive's bar.sync                              |
-   | 3 | HBM_FLAG   | HBM receive: the leader's flag poll (or bulk wait) satisfied      |
+   | 3 | HBM_FLAG   | HBM receive: a flag poll of the leader satisfied (poll_flag)      |
    | 4 | HBM_DONE   | after the HBM receive's copy and final bar.sync                   |
    | 5 | H_BEGIN    | just before df_dispatch (the handler)                             |
    | 6 | H_END      | just after df_dispatch                                            |
