@@ -7,6 +7,9 @@
 #   chain_K_L   chain_plan.py chains of L edges: cluster (SMs 0,1, DSMEM),
 #               hbm (SMs 0,2: two clusters), hbm_in_cluster (SMs 0,1
 #               through HBM, as force-hbm-comms would); counting handlers
+#   trace_*     traced copies (df_device_runtime_trace.bc, df/rt_trace.h)
+#               of disp_32 and chain_K_32 for the per-phase trace table:
+#               manifest lines "trace NAME KIND L" (KIND dispatch or K)
 #   gqa_replan  examples/attention_gqa, 64 sequences x 8 KV heads, mixed
 #               lengths, block 2048, balance-iters: the base plan the bench
 #               re-plans for new lengths every step
@@ -23,6 +26,20 @@ clang-22 "${cflags[@]}" -DOV_EMPTY "$here/overhead_handlers.c" -o "$tmp/empty.bc
 clang-22 "${cflags[@]}" "$here/overhead_handlers.c" -o "$tmp/count.bc"
 manifest="$dir/manifest.txt"
 : >"$manifest"
+# The traced device runtime (lib/Runtime/device, built with the tree).
+trace_bc="${DF_TRACE_BC:-$bin/../lib/Runtime/device/df_device_runtime_trace.bc}"
+if [ ! -f "$trace_bc" ]; then
+  echo "make_carry.sh: no traced device runtime at $trace_bc (cmake --build build, or set DF_TRACE_BC)" >&2
+  exit 1
+fi
+traces=()
+# traced NAME MLIR HANDLERS_BC KIND L: as kernel_and_blob on the traced
+# runtime; its manifest line is written after the untraced cases'.
+traced() {
+  "$bin/df-translate" --df-to-ptx --df-link="$3" --df-runtime="$trace_bc" "$2" -o "$dir/$1.ptx"
+  "$bin/df-translate" --df-to-plan "$2" -o "$dir/$1.dfplan"
+  traces+=("trace $1 $4 $5")
+}
 
 sched() { # sched OUT SCHEDULE-OPTIONS...
   local out="$1"; shift
@@ -34,6 +51,7 @@ for n in 1 2 4 8 16 32 64 128 256; do
   sched "$tmp/disp_$n.mlir" "range-lengths=n:$((sms * n * 128)) partial-only=true"
   kernel_and_blob "disp_$n" "$tmp/disp_$n.mlir" "$tmp/empty.bc"
   echo "dispatch disp_$n $n" >>"$manifest"
+  if [ "$n" = 32 ]; then traced "trace_disp_$n" "$tmp/disp_$n.mlir" "$tmp/empty.bc" dispatch "$n"; fi
 done
 sched "$tmp/launch.mlir" "range-lengths=n:128 partial-only=true"
 kernel_and_blob launch "$tmp/launch.mlir" "$tmp/empty.bc"
@@ -50,6 +68,7 @@ for kind in cluster hbm hbm_in_cluster; do
     python3 "$here/chain_plan.py" "$tmp/base.mlir" "$tmp/chain.mlir" --length "$len" "${args[@]}"
     kernel_and_blob "chain_${kind}_$len" "$tmp/chain.mlir" "$tmp/count.bc"
     echo "chain chain_${kind}_$len $kind $len" >>"$manifest"
+    if [ "$len" = 32 ]; then traced "trace_${kind}_$len" "$tmp/chain.mlir" "$tmp/count.bc" "$kind" "$len"; fi
   done
 done
 
@@ -71,5 +90,6 @@ plan_files gqa_replan "$root/examples/attention_gqa/attention_gqa.mlir" "$tmp/gq
   "sm-count=$sms cluster-size=2 block-size=2048 range-lengths=kv:$lens task-extents=64,8 balance-iters=true" \
   "per-cta-shared=true"
 echo "replan gqa_replan 2048 32768" >>"$manifest"
+printf '%s\n' "${traces[@]}" >>"$manifest"
 "$bin/df-translate" --df-plan-dump "$dir/gqa_replan.dfplan" | grep -E "^handler" || true
 du -sh "$dir"

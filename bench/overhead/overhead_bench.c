@@ -21,7 +21,9 @@
 #include <time.h>
 
 #include "../bench_util.h"
+#include "df/rt_trace.h"
 #include "df/runtime.h"
+#include "overhead_trace.h"
 
 #define MAX_CASES 64
 #define SPIN_CYCLES 40000ull /* ~20 us at 1.98 GHz */
@@ -313,6 +315,63 @@ static void run_chains(bench *b, const chain_case *c, uint32_t n, const char *ki
   printf("| **%s fit** | | %.2f + %.4f L | **%.3f us per edge** |\n", kind, a, s, s);
 }
 
+/* ---- (5) traced cases ------------------------------------------------------------------ */
+
+typedef struct trace_case {
+  char name[64], kind[32];
+  uint32_t length; /* chain: edges; dispatch: ITERs per SM */
+} trace_case;
+
+/* One traced case (a kernel built on df_device_runtime_trace.bc): timed
+   like the others (for the tracing's own cost), then df_rt_trace_buf is
+   zeroed, one more launch fills it and its stamps are read back and
+   reported phase by phase (overhead_trace.c). `untraced` is the matching
+   fit of the untraced cases (NAN if not run). */
+static void run_trace(bench *b, const trace_case *c, double untraced) {
+  loaded l;
+  load_case(b, c->name, 128, &l);
+  bind_out(b, &l, 1);
+  CUdeviceptr buf = 0;
+  size_t bytes = 0;
+  CHECK(c->name, df_rt_module_global(l.mod, DF_RT_TRACE_SYMBOL, &buf, &bytes));
+  if (bytes != DF_RT_TRACE_WORDS * sizeof(uint64_t)) {
+    fprintf(stderr, "overhead_bench: %s: %s is %zu bytes, df/rt_trace.h says %llu (kernel built "
+                    "from another runtime version?)\n",
+            c->name, DF_RT_TRACE_SYMBOL, bytes,
+            (unsigned long long)(DF_RT_TRACE_WORDS * sizeof(uint64_t)));
+    exit(1);
+  }
+  target t = {l.exe, 0};
+  ov_trace_ref ref = {untraced, device_us(b, &t)};
+  CHECK("zero trace", df_rt_memset_d8(b->dev, b->stream, buf, 0, bytes));
+  CHECK("zero Out", df_rt_memset_d8(b->dev, b->stream, l.out, 0, 256));
+  CHECK(c->name, df_rt_executable_launch(l.exe, b->stream));
+  CHECK("sync", df_rt_stream_synchronize(b->dev, b->stream));
+  uint64_t *host = malloc(bytes);
+  if (!host) {
+    fprintf(stderr, "overhead_bench: out of memory (%zu-byte trace)\n", bytes);
+    exit(1);
+  }
+  CHECK("read trace", df_rt_memcpy_dtoh(b->dev, b->stream, host, buf, bytes));
+  bool dispatch = !strcmp(c->kind, "dispatch");
+  if (!dispatch) {
+    float got = 0;
+    CHECK("read Out", df_rt_memcpy_dtoh(b->dev, b->stream, &got, l.out, sizeof got));
+    if (got != (float)(c->length + 1)) {
+      fprintf(stderr, "overhead_bench: %s: Out = %g, expected %u (traced chain broken)\n",
+              c->name, (double)got, c->length + 1);
+      exit(1);
+    }
+  }
+  printf("\n#### %s (%s)\n", c->name, dispatch ? "dispatch" : c->kind);
+  if (dispatch)
+    ov_trace_dispatch(stdout, host, (uint32_t)b->sm_count, c->length, &ref);
+  else
+    ov_trace_chain(stdout, host, (uint32_t)b->sm_count, c->kind, c->length, &ref);
+  free(host);
+  unload(b, &l);
+}
+
 /* ---- (4) re-plan + upload ------------------------------------------------------------ */
 
 static void run_replan(bench *b, const char *name, uint32_t block, uint32_t lmax) {
@@ -408,6 +467,8 @@ int main(int argc, char **argv) {
   }
   dispatch_case disp[MAX_CASES];
   chain_case chains[MAX_CASES];
+  trace_case traces[MAX_CASES];
+  uint32_t nt = 0;
   uint32_t nd = 0, nc = 0, replan_block = 0, replan_lmax = 0;
   char launch_name[64] = "", replan_name[64] = "", line[512];
   while (fgets(line, sizeof line, f)) {
@@ -420,6 +481,10 @@ int main(int argc, char **argv) {
       snprintf(chains[nc].name, sizeof chains[nc].name, "%s", name);
       snprintf(chains[nc].kind, sizeof chains[nc].kind, "%s", sub);
       chains[nc++].length = v;
+    } else if (sscanf(line, "trace %63s %31s %u", name, sub, &v) == 3 && nt < MAX_CASES) {
+      snprintf(traces[nt].name, sizeof traces[nt].name, "%s", name);
+      snprintf(traces[nt].kind, sizeof traces[nt].kind, "%s", sub);
+      traces[nt++].length = v;
     } else if (sscanf(line, "launch %63s", name) == 1) {
       snprintf(launch_name, sizeof launch_name, "%s", name);
     } else if (sscanf(line, "replan %63s %u %u", name, &v, &w) == 3) {
@@ -467,6 +532,22 @@ int main(int argc, char **argv) {
     run_launch(&b, launch_name, &df_dev, &raw_dev);
   if (replan_name[0])
     run_replan(&b, replan_name, replan_block, replan_lmax);
+  if (nt)
+    printf("\n### Per-phase trace (df_device_runtime_trace.bc; one launch each, read from "
+           "df_rt_trace_buf; not used for the fits above)\n\nPoints and phases: "
+           "docs/device-runtime.md (Trace). Times in ns from %%globaltimer, cycles from "
+           "%%clock64; medians over the steady state (first %u and last %u instructions or "
+           "edges left out).\n",
+           OV_TRACE_SKIP, OV_TRACE_TAIL);
+  for (uint32_t i = 0; i < nt; i++) {
+    const char *k = traces[i].kind;
+    double ref = !strcmp(k, "dispatch")         ? ns_instr
+                 : !strcmp(k, "cluster")        ? cl_edge
+                 : !strcmp(k, "hbm")            ? hbm_edge
+                 : !strcmp(k, "hbm_in_cluster") ? hbmc_edge
+                                                : NAN;
+    run_trace(&b, &traces[i], ref);
+  }
 
   printf("\n### Against the targets of issue 10\n\n| quantity | measured | target | met |\n"
          "|---|---|---|---|\n");

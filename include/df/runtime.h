@@ -206,6 +206,16 @@ df_status df_rt_module_load_file(df_rt_device *dev, const char *path,
                                  const df_rt_module_options *o, df_rt_module **out);
 void df_rt_module_unload(df_rt_module *m);
 
+/* The device address and size of the module's global variable `name`
+   (cuModuleGetGlobal): a developer read of state the kernel leaves in its
+   image, e.g. the device runtime trace df_rt_trace_buf (df/rt_trace.h;
+   zero it before a launch and copy it back after with df_rt_memset_d8 /
+   df_rt_memcpy_dtoh). Errors name the symbol: DF_EINVAL when the image
+   has no such global, DF_EUNSUPPORTED when the driver lacks
+   cuModuleGetGlobal, the driver's error otherwise. */
+df_status df_rt_module_global(const df_rt_module *m, const char *name, CUdeviceptr *ptr,
+                              size_t *bytes);
+
 /* Kernel attributes read at load. */
 typedef struct df_rt_kernel_info {
   df_rt_image_kind image_kind;

@@ -94,13 +94,21 @@ df_status df_link_bitcode_file(LLVMContextRef ctx, LLVMModuleRef dest, const cha
 /* Everything but the kernel becomes internal so O3 can inline handlers
    into the dispatch and the dispatch into the loop. df_plan_features stays
    visible (a launcher can read it to check that a plan fits the kernel);
-   it is a constant with a definitive initializer, so O3 still folds it. */
+   it is a constant with a definitive initializer, so O3 still folds it.
+   df_rt_trace_buf (only in a runtime built with DF_RT_TRACE, df/rt_trace.h)
+   stays visible too: internal, its stores would be dead (nothing in the
+   module reads it) and the host could not find it by name. */
+static bool keeps_linkage(LLVMValueRef g) {
+  const char *name = LLVMGetValueName(g);
+  return !strcmp(name, "df_plan_features") || !strcmp(name, "df_rt_trace_buf");
+}
+
 static void internalize(LLVMModuleRef m) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f) && strcmp(LLVMGetValueName(f), DF_KERNEL_NAME) != 0)
       LLVMSetLinkage(f, LLVMInternalLinkage);
   for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
-    if (!LLVMIsDeclaration(g) && strcmp(LLVMGetValueName(g), "df_plan_features") != 0)
+    if (!LLVMIsDeclaration(g) && !keeps_linkage(g))
       LLVMSetLinkage(g, LLVMInternalLinkage);
 }
 

@@ -24,6 +24,10 @@ config.substitutions.append(
 config.substitutions.append(
     ("%device_bc", os.path.join(config.df_obj_root, "lib", "Runtime", "device",
                                 "df_device_runtime.bc")))
+# The traced runtime (-DDF_RT_TRACE, df/rt_trace.h), for --df-runtime.
+config.substitutions.append(
+    ("%device_trace_bc", os.path.join(config.df_obj_root, "lib", "Runtime", "device",
+                                      "df_device_runtime_trace.bc")))
 config.substitutions.append(("%ptxas", config.ptxas or "ptxas"))
 
 if config.ptxas and os.path.exists(config.ptxas):

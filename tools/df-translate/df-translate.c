@@ -28,6 +28,7 @@ typedef struct input {
   bool embed_plan;          /* --df-embed-plan */
   bool all_features;        /* --df-kernel-features=all */
   df_cost_params cost;      /* --df-cost-*= */
+  const char *runtime;      /* --df-runtime=FILE.bc, NULL: the embedded runtime */
 } tr_input;
 
 typedef struct translation {
@@ -160,22 +161,57 @@ static bool parse_cost_option(const char *arg, df_cost_params *c, bool *matched)
   return true;
 }
 
+#ifdef DF_HAVE_DEVICE_RUNTIME
+/* --df-runtime=FILE.bc: a device runtime bitcode file (raw or wrapped
+   LLVM bitcode) read into *bc (malloc'ed). */
+static df_status read_runtime(const char *path, char **bc, size_t *len) {
+  df_status s = df_read_file(path, bc, len);
+  if (df_failed(&s))
+    return df_status_errorf(s.code, "--df-runtime: %s", s.message);
+  const unsigned char *b = (const unsigned char *)*bc;
+  bool raw = *len >= 4 && b[0] == 'B' && b[1] == 'C' && b[2] == 0xC0 && b[3] == 0xDE;
+  bool wrapped = *len >= 4 && b[0] == 0xDE && b[1] == 0xC0 && b[2] == 0x17 && b[3] == 0x0B;
+  if (raw || wrapped)
+    return df_status_ok();
+  free(*bc);
+  *bc = NULL;
+  return df_status_errorf(DF_EFORMAT,
+                          "--df-runtime: '%s' is not LLVM bitcode (expected a device runtime "
+                          "such as df_device_runtime_trace.bc)",
+                          path);
+}
+#endif
+
 /* The kernel of the module's plan as PTX (malloc'ed), with the module's
-   MLIR handler bodies and the --df-link bitcode. */
+   MLIR handler bodies and the --df-link bitcode, on the embedded device
+   runtime or the --df-runtime one. */
 static df_status build_kernel(const tr_input *in, char **ptx, size_t *len, uint32_t *features,
                               df_packed **packed) {
 #ifdef DF_HAVE_DEVICE_RUNTIME
+  char *runtime = NULL;
+  size_t runtime_len = 0;
+  if (in->runtime)
+    DF_TRY(read_runtime(in->runtime, &runtime, &runtime_len));
   df_packed *k;
   df_program *prog;
   tr_plan_info info = {0};
-  DF_TRY(pack_module_bs(in->module, &k, &prog, &info));
+  df_status ps = pack_module_bs(in->module, &k, &prog, &info);
+  if (df_failed(&ps)) {
+    free(runtime);
+    return ps;
+  }
   uint32_t block_size = info.block_size;
   df_ptx_options o = {in->sm, in->links, in->link_count, df_device_runtime_bc,
                       df_device_runtime_bc_size};
+  if (runtime) {
+    o.runtime_bc = runtime;
+    o.runtime_bc_size = runtime_len;
+  }
   df_kernel_options ko = {in->module, prog, in->all_features, in->embed_plan, block_size};
   *features = (in->all_features ? DF_FEATURES_ALL : df_packed_features(k)) |
               (in->embed_plan ? DF_FEATURE_EMBEDDED_PLAN : 0);
   df_status s = df_emit_kernel(k, &o, &ko, ptx, len);
+  free(runtime);
   df_program_destroy(prog);
   if (packed && s.code == DF_OK)
     *packed = k;
@@ -312,13 +348,18 @@ static const translation translations[] = {
 
 static void usage(FILE *out) {
   fprintf(out, "usage: df-translate <translation> [--json] [--df-link=F.bc] [--df-sm=SM] "
-                "[--df-embed-plan] [--df-kernel-features=plan|all] [-o FILE] [input|-]\n"
+                "[--df-embed-plan] [--df-kernel-features=plan|all] [--df-runtime=F.bc]\n"
+                "                    [-o FILE] [input|-]\n"
                "translations:\n");
   for (const translation *t = translations; t->flag; t++)
     fprintf(out, "  %-20s %s\n", t->flag, t->description);
   fprintf(out, "kernel options (--df-to-ptx, --df-to-cubin, --df-kernel-report):\n"
                "  --df-embed-plan      bake the plan's records into the image; the kernel "
                "ignores its plan parameters\n"
+               "  --df-runtime=FILE.bc link this device runtime bitcode instead of the "
+               "embedded one\n"
+               "                       (developer option: df_device_runtime_trace.bc, the "
+               "traced runtime)\n"
                "  --df-kernel-features=plan|all\n"
                "                       plan (default): only the plan's protocol paths; all: "
                "every path, for any plan of the program\n"
@@ -335,7 +376,7 @@ int main(int argc, char **argv) {
   bool json = false, embed = false, all_features = false, kernel_opts = false;
   bool cost_opts = false, cost_match = false;
   df_cost_params cost = df_cost_params_default();
-  const char *sm = NULL, *links[16];
+  const char *sm = NULL, *links[16], *runtime = NULL;
   unsigned link_count = 0;
   for (int i = 1; i < argc; i++) {
     const translation *t = NULL;
@@ -360,6 +401,13 @@ int main(int argc, char **argv) {
       json = true;
     } else if (!strncmp(argv[i], "--df-sm=", 8)) {
       sm = argv[i] + 8;
+      kernel_opts = true;
+    } else if (!strncmp(argv[i], "--df-runtime=", 13)) {
+      runtime = argv[i] + 13;
+      if (!*runtime) {
+        fprintf(stderr, "df-translate: --df-runtime needs a bitcode file name\n");
+        return 2;
+      }
       kernel_opts = true;
     } else if (!strcmp(argv[i], "--df-embed-plan")) {
       embed = kernel_opts = true;
@@ -418,8 +466,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (kernel_opts && !chosen->kernel) {
-    fprintf(stderr, "df-translate: --df-sm, --df-embed-plan and --df-kernel-features apply to "
-                    "--df-to-ptx, --df-to-cubin and --df-kernel-report\n");
+    fprintf(stderr, "df-translate: --df-sm, --df-embed-plan, --df-kernel-features and "
+                    "--df-runtime apply to --df-to-ptx, --df-to-cubin and --df-kernel-report\n");
     free(text);
     return 2;
   }
@@ -429,7 +477,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   tr_input in = {{NULL}, NULL, 0,        json,         sm,  {NULL},
-                 link_count, output, embed, all_features, cost};
+                 link_count, output, embed, all_features, cost, runtime};
   for (unsigned i = 0; i < link_count; i++)
     in.links[i] = links[i];
   bool is_blob = len >= DF_BLOB_MAGIC_BYTES && !memcmp(text, DF_BLOB_MAGIC, DF_BLOB_MAGIC_BYTES);

@@ -21,8 +21,10 @@ void df_rt_cluster_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
        below carries that to the other threads. A cluster-scope acquire
        would invalidate L1 (the records the handler reads next), and a
        full fence.proxy.async cost ~0.2 us per edge (bench/overhead). */
+    DF_RT_TRACE_AT(rt, DF_RT_TRACE_CL_WAIT);
   }
   df_ptx_bar_sync();
+  DF_RT_TRACE_AT(rt, DF_RT_TRACE_CL_SYNC);
 }
 
 /* Thread-copy path for one transfer c[0..g): the leader alone
@@ -241,4 +243,5 @@ void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   if (bulk && df_rt_leader(rt))
     df_ptx_fence_proxy_async_shared();
   df_ptx_bar_sync();
+  DF_RT_TRACE_AT(rt, DF_RT_TRACE_HBM_DONE);
 }

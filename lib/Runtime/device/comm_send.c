@@ -127,6 +127,7 @@ void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
      leader's release stores, which are cumulative: no per-thread gpu
      fence is needed. */
   df_ptx_bar_sync();
+  DF_RT_TRACE_AT(rt, DF_RT_TRACE_HBM_STAGED);
   if (df_rt_leader(rt))
     for (uint32_t i = 0; i < n; i++) {
       if (c[i].kind != DF_COMM_HBM_SEND)

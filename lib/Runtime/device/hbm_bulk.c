@@ -18,6 +18,7 @@ void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch) {
   /* Relaxed polls then one acquire fence (the fence-based acquire
      pattern): L1 is invalidated once, not on every poll. */
   df_ptx_fence_gpu();
+  DF_RT_TRACE_AT(rt, DF_RT_TRACE_HBM_FLAG);
 }
 
 /* Whether group c[0..g) (one transfer, its segments) can go through the

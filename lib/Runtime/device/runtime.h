@@ -13,6 +13,7 @@
 #include "df/device.h"
 #include "df/kernel_plan.h"
 #include "df/progress.h"
+#include "df/rt_trace.h"
 #include "ptx.h"
 
 #define DF_RT static inline __attribute__((always_inline))
@@ -44,6 +45,11 @@ typedef struct df_rt {
      abort word, both NULL without a watchdog. */
   volatile uint32_t *progress;
   volatile uint32_t *abort_req;
+#ifdef DF_RT_TRACE
+  /* This instruction's stamps in df_rt_trace_buf, NULL past the traced
+     CTAs and instructions (df/rt_trace.h). */
+  uint64_t *trace;
+#endif
 } df_rt;
 
 DF_RT bool df_rt_leader(const df_rt *rt) { return rt->tid == 0; }
@@ -92,6 +98,27 @@ DF_RT void df_rt_bar_wait(const df_rt *rt, uint32_t bar, uint32_t parity, bool c
     df_rt_check_abort(rt, n);
   }
 }
+
+/* ---- per-phase trace (df/rt_trace.h; -DDF_RT_TRACE builds only) ---------- */
+
+#ifdef DF_RT_TRACE
+extern uint64_t df_rt_trace_buf[DF_RT_TRACE_WORDS];
+/* Leader only: %globaltimer and %clock64 at `point` of this instruction.
+   Volatile with a memory clobber, so the stamps stay where they are
+   written relative to the barriers and waits around them. */
+DF_RT void df_rt_trace_at(const df_rt *rt, uint32_t point) {
+  if (rt->trace && df_rt_leader(rt)) {
+    uint64_t g, c;
+    __asm__ __volatile__("mov.u64 %0, %%globaltimer;" : "=l"(g) : : "memory");
+    __asm__ __volatile__("mov.u64 %0, %%clock64;" : "=l"(c) : : "memory");
+    rt->trace[2 * point] = g;
+    rt->trace[2 * point + 1] = c;
+  }
+}
+#define DF_RT_TRACE_AT(rt, point) df_rt_trace_at((rt), (point))
+#else
+#define DF_RT_TRACE_AT(rt, point) ((void)0)
+#endif
 
 /* ---- control area of dynamic shared memory ---------------------------- */
 
