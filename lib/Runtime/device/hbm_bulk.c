@@ -7,17 +7,17 @@
    one tile of it is in flight on the receiving CTA (issue 8). */
 #include "runtime.h"
 
-/* The leader: poll until the flag reaches `epoch`, then acquire. A tight spin:
+/* The leader: acquire-poll until the flag reaches `epoch`. A tight spin:
    each poll is an L2 round trip already, and one polling thread per CTA
    adds little traffic; a sleep between polls would only add to the
    latency of the edge. */
 void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch) {
   uint64_t a = df_gaddr(&rt->flags[flag]);
-  for (uint32_t n = 1; df_ptx_ld_relaxed_gpu(a) < epoch; n++)
+  /* Acquire loads (each invalidates L1, SASS CCTL.IVALL): polling with
+     relaxed loads and one acquire fence after measured 0.3 us slower per
+     HBM edge on the H200 (bench/overhead/README.md). */
+  for (uint32_t n = 1; df_ptx_ld_acquire_gpu(a) < epoch; n++)
     df_rt_check_abort(rt, n);
-  /* Relaxed polls then one acquire fence (the fence-based acquire
-     pattern): L1 is invalidated once, not on every poll. */
-  df_ptx_fence_gpu();
   DF_RT_TRACE_AT(rt, DF_RT_TRACE_HBM_FLAG);
 }
 

@@ -61,13 +61,6 @@ DF_PTX void df_ptx_fence_gpu(void) { __asm__ __volatile__("fence.acq_rel.gpu;" :
 
 /* ---- flags (global u32, release/acquire at gpu scope) ------------------- */
 
-/* A relaxed gpu-scope load (morally strong, so it observes release stores;
-   no L1 invalidation, unlike the acquire form's CCTL.IVALL). */
-DF_PTX uint32_t df_ptx_ld_relaxed_gpu(uint64_t gaddr) {
-  uint32_t v;
-  __asm__ __volatile__("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(gaddr) : "memory");
-  return v;
-}
 DF_PTX uint32_t df_ptx_ld_acquire_gpu(uint64_t gaddr) {
   uint32_t v;
   __asm__ __volatile__("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(gaddr) : "memory");
