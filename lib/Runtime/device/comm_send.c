@@ -31,16 +31,18 @@ static void cluster_send(const df_rt *rt, const df_abi_comm *c) {
   uint32_t off = c->byte_offset;
   uint32_t rbar = df_ptx_mapa(df_rt_bar_addr(rt, b), c->peer_cta_rank);
   uint32_t rdst = df_ptx_mapa(rt->smem_addr + df_rt_slot_smem(rt, dst) + off, c->peer_cta_rank);
+  /* The copy first, then the remote (expect_tx and) arrive, so that the
+     arrive's round trip to the peer overlaps the copy. The peer's phase
+     cannot complete before the arrive, and the tx count is signed, so a
+     complete_tx landing before its expect_tx is counted right. The source
+     was fenced for the async proxy by every writer before the block
+     barrier (kernel.c): no proxy fence here. */
+  if (bytes)
+    df_ptx_bulk_s2c(rdst, rt->smem_addr + df_rt_slot_smem(rt, src) + off, bytes, rbar);
   if (c->segment_count > 1 && c->segment_id + 1 < c->segment_count)
     df_ptx_mbar_remote_expect_tx(rbar, bytes);
   else
     df_ptx_mbar_remote_arrive_expect_tx(rbar, bytes);
-  /* The source was fenced for the async proxy by every writer before the
-     block barrier (kernel.c); the expect_tx and the copy's complete_tx
-     may reach the peer barrier in either order (the tx count is signed),
-     so no proxy fence is needed between them. */
-  if (bytes)
-    df_ptx_bulk_s2c(rdst, rt->smem_addr + df_rt_slot_smem(rt, src) + off, bytes, rbar);
 }
 
 /* The consumer's ACK: arrive on the producer's ACK barrier. */
