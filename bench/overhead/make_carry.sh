@@ -58,14 +58,20 @@ kernel_and_blob launch "$tmp/launch.mlir" "$tmp/empty.bc"
 echo "launch launch" >>"$manifest"
 
 sched "$tmp/base.mlir" "range-lengths=n:128"
-for kind in cluster hbm hbm_in_cluster; do
+for kind in cluster hbm hbm_in_cluster hbm_direct; do
   for len in 2 8 32 128 512; do
     case $kind in
       cluster) args=(--kind cluster --sms 0,1) ;;
-      hbm) args=(--kind hbm --sms 0,2) ;;
+      hbm | hbm_direct) args=(--kind hbm --sms 0,2) ;;
       hbm_in_cluster) args=(--kind hbm --sms 0,1) ;;
     esac
     python3 "$here/chain_plan.py" "$tmp/base.mlir" "$tmp/chain.mlir" --length "$len" "${args[@]}"
+    if [ "$kind" = hbm_direct ]; then
+      # Direct-global slots: handlers write and read the staging bytes, no copies.
+      "$bin/df-opt" "$tmp/chain.mlir" --df-layout-slots="per-cta-shared=true hbm-direct-global=true" \
+        -o "$tmp/chain_dg.mlir"
+      mv "$tmp/chain_dg.mlir" "$tmp/chain.mlir"
+    fi
     kernel_and_blob "chain_${kind}_$len" "$tmp/chain.mlir" "$tmp/count.bc"
     echo "chain chain_${kind}_$len $kind $len" >>"$manifest"
     if [ "$len" = 32 ]; then traced "trace_${kind}_$len" "$tmp/chain.mlir" "$tmp/count.bc" "$kind" "$len"; fi

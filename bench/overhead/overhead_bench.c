@@ -516,8 +516,8 @@ int main(int argc, char **argv) {
          "of %u launches after %u warm-ups\n",
          info->name, info->sm_count, drv / 1000, drv % 1000 / 10, b.threads, b.iters, b.warmup);
 
-  double ns_instr = NAN, cl_edge = NAN, hbm_edge = NAN, hbmc_edge = NAN, df_dev = NAN,
-         raw_dev = NAN;
+  double ns_instr = NAN, cl_edge = NAN, hbm_edge = NAN, hbmc_edge = NAN, hbmd_edge = NAN,
+         df_dev = NAN, raw_dev = NAN;
   if (nd)
     run_dispatch(&b, disp, nd, &ns_instr);
   if (nc) {
@@ -527,6 +527,7 @@ int main(int argc, char **argv) {
     run_chains(&b, chains, nc, "cluster", &cl_edge);
     run_chains(&b, chains, nc, "hbm", &hbm_edge);
     run_chains(&b, chains, nc, "hbm_in_cluster", &hbmc_edge);
+    run_chains(&b, chains, nc, "hbm_direct", &hbmd_edge);
   }
   if (launch_name[0])
     run_launch(&b, launch_name, &df_dev, &raw_dev);
@@ -545,6 +546,7 @@ int main(int argc, char **argv) {
                  : !strcmp(k, "cluster")        ? cl_edge
                  : !strcmp(k, "hbm")            ? hbm_edge
                  : !strcmp(k, "hbm_in_cluster") ? hbmc_edge
+                 : !strcmp(k, "hbm_direct")     ? hbmd_edge
                                                 : NAN;
     run_trace(&b, &traces[i], ref);
   }
@@ -555,6 +557,8 @@ int main(int argc, char **argv) {
   target_row("cluster edge (DSMEM)", cl_edge, " us", 1.0, "<= 1 us");
   target_row("HBM edge (other cluster)", hbm_edge, " us", 2.0, "<= 2 us");
   target_row("HBM edge inside a cluster (force-HBM)", hbmc_edge, " us", 2.0, "<= 2 us");
+  target_row("HBM edge, direct-global slots (hbm-direct-global=true)", hbmd_edge, " us", 2.0,
+             "<= 2 us");
   target_row("launch: df near-empty plan - empty kernel (device)", df_dev - raw_dev, " us", NAN,
              "-");
 

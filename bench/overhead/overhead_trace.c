@@ -290,7 +290,7 @@ int ov_trace_chain(FILE *out, const uint64_t *buf, uint32_t ctas, const char *ki
   ph[np++] = (phase){cluster ? "send issued -> mbarrier wait satisfied (two SMs)"
                              : "release store -> flag poll satisfied (two SMs)",
                      0, DF_RT_TRACE_END, 1, recv};
-  ph[np++] = (phase){cluster ? "fence.proxy.async + receive bar.sync"
+  ph[np++] = (phase){cluster ? "receive bar.sync"
                              : "receive bar.sync + staging copy + arrive + bar.sync",
                      1, recv, 1, recvd};
   ph[np++] = (phase){"-> handler (rest of the receive phase, mark)", 1, recvd, 1,
@@ -300,7 +300,7 @@ int ov_trace_chain(FILE *out, const uint64_t *buf, uint32_t ctas, const char *ki
   ph[np++] = (phase){"post-handler fence + bar.sync", 1, DF_RT_TRACE_H_END, 1,
                      DF_RT_TRACE_POST_SYNC};
   if (cluster) {
-    ph[np++] = (phase){"cluster send issue (expect_tx, fence, bulk copy, commit)", 1,
+    ph[np++] = (phase){"cluster send issue (bulk copy, arrive.expect_tx, commit)", 1,
                        DF_RT_TRACE_POST_SYNC, 1, DF_RT_TRACE_END};
   } else {
     ph[np++] = (phase){"HBM send: staging copy + bar.sync", 1, DF_RT_TRACE_POST_SYNC, 1,
