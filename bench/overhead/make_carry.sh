@@ -23,7 +23,8 @@ here="$root/bench/overhead"
 # shellcheck source=scripts/gpu/carry_lib.sh
 source "$root/scripts/gpu/carry_lib.sh"
 clang-22 "${cflags[@]}" -DOV_EMPTY "$here/overhead_handlers.c" -o "$tmp/empty.bc"
-clang-22 "${cflags[@]}" "$here/overhead_handlers.c" -o "$tmp/count.bc"
+# shellcheck disable=SC2086 # OV_CFLAGS: extra handler flags, a list
+clang-22 "${cflags[@]}" ${OV_CFLAGS:-} "$here/overhead_handlers.c" -o "$tmp/count.bc"
 manifest="$dir/manifest.txt"
 : >"$manifest"
 # The traced device runtime (lib/Runtime/device, built with the tree).
