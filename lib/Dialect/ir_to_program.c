@@ -147,6 +147,22 @@ static df_status df_handler_signature(MlirOperation fn, const char *name, MlirTy
   return df_status_ok();
 }
 
+/* `df.workspace_bytes = N` (any integer type): the handler's per-CTA
+   shared-memory workspace (docs/workspace.md). */
+static df_status handler_workspace(convert *c, MlirOperation fn, const char *name) {
+  MlirLocation loc = mlirOperationGetLocation(fn);
+  MlirAttribute a = df_op_attr(fn, "df.workspace_bytes");
+  if (mlirAttributeIsNull(a))
+    return df_status_ok();
+  if (!mlirAttributeIsAInteger(a))
+    return df_emit(loc, "handler '%s': df.workspace_bytes must be an integer attribute (the "
+                        "workspace size in bytes, e.g. 196608 : i64)", name);
+  df_status s = df_program_set_handler_workspace(c->prog, name, mlirIntegerAttrGetValueInt(a));
+  if (df_failed(&s))
+    return df_emit(loc, "%s", s.message);
+  return df_status_ok();
+}
+
 static df_status convert_handler(convert *c, MlirOperation fn) {
   MlirLocation loc = mlirOperationGetLocation(fn);
   char name[DF_NAME_MAX], kind_name[DF_NAME_MAX];
@@ -199,6 +215,7 @@ static df_status convert_handler(convert *c, MlirOperation fn) {
   s = df_program_add_operator(c->prog, name, kind, (uint32_t)nin, params, result, NULL);
   if (df_failed(&s))
     return df_emit(loc, "%s", s.message);
+  DF_TRY(handler_workspace(c, fn, name));
   char library[DF_NAME_MAX];
   bool has_library;
   DF_TRY(df_attr_string(fn, "df.library", false, library, sizeof library, &has_library));
