@@ -157,7 +157,15 @@ static df_status handler_workspace(convert *c, MlirOperation fn, const char *nam
   if (!mlirAttributeIsAInteger(a))
     return df_emit(loc, "handler '%s': df.workspace_bytes must be an integer attribute (the "
                         "workspace size in bytes, e.g. 196608 : i64)", name);
-  df_status s = df_program_set_handler_workspace(c->prog, name, mlirIntegerAttrGetValueInt(a));
+  MlirType t = mlirAttributeGetType(a);
+  int64_t bytes;
+  if (mlirTypeIsAIndex(t) || mlirIntegerTypeIsSignless(t))
+    bytes = mlirIntegerAttrGetValueInt(a);
+  else if (mlirIntegerTypeIsSigned(t))
+    bytes = mlirIntegerAttrGetValueSInt(a);
+  else /* unsigned: values past INT64_MAX read as negative and are refused */
+    bytes = (int64_t)mlirIntegerAttrGetValueUInt(a);
+  df_status s = df_program_set_handler_workspace(c->prog, name, bytes);
   if (df_failed(&s))
     return df_emit(loc, "%s", s.message);
   return df_status_ok();
