@@ -259,6 +259,9 @@ typedef struct df_cuda_driver {
   CUresult (*cuModuleUnload)(CUmodule module);
   CUresult (*cuModuleGetFunction)(CUfunction *fn, CUmodule module,
                                   const char *name);
+  /* optional (_v2): reads df_handler_workspace_bytes from the image */
+  CUresult (*cuModuleGetGlobal)(CUdeviceptr *ptr, size_t *bytes, CUmodule module,
+                                const char *name);
   CUresult (*cuFuncGetAttribute)(int *value, CUfunction_attribute attrib,
                                  CUfunction fn);
   CUresult (*cuFuncSetAttribute)(CUfunction fn, CUfunction_attribute attrib,

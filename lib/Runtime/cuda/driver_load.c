@@ -34,6 +34,7 @@ static const dfrt_symbol symbols[] = {
     SYM(cuModuleLoadDataEx, NULL, true),
     SYM(cuModuleUnload, NULL, true),
     SYM(cuModuleGetFunction, NULL, true),
+    SYM(cuModuleGetGlobal, "cuModuleGetGlobal_v2", false),
     SYM(cuFuncGetAttribute, NULL, true),
     SYM(cuFuncSetAttribute, NULL, true),
     SYM(cuOccupancyMaxPotentialClusterSize, NULL, true),
