@@ -93,6 +93,8 @@ df_status df_shared_host_run(const df_packed *k, const char *handlers_path,
     if (s.code != DF_OK)
       s = df_status_errorf(s.code, "host run: handler library '%s': %s", handlers_path,
                            s.message);
+    if (o && o->workspace_bytes > workspace)
+      workspace = o->workspace_bytes;
   }
   if (s.code == DF_OK)
     s = run(k, fns, workspace, tensors, tensor_count, o, out);

@@ -7,7 +7,7 @@
    lse NaN, so the output fails its reference check. WORKSPACE_WRITE_PAST
    writes one word past the end (the host backend's guard catches it). */
 #define split_kv seed_split_kv
-#include "seed/attention_handlers.c"
+#include "../../../../examples/seed/attention_handlers.c"
 #undef split_kv
 
 #ifndef WORKSPACE_NEED
