@@ -114,3 +114,29 @@ def test_host_backend_gives_every_cta_the_workspace():
     data.O[:] = array.array("f", [0.0] * len(data.O))
     bare.launch(data.Q, data.K, data.V, data.O, backend="host")
     assert not data.max_error([384, 200]) < 1e-3
+
+
+def test_merged_mlir_bodies_keep_the_declaration():
+    from test_mlir_bodies import COMBINE, FINALIZE, SPLIT_KV, device_runtime
+    if not device_runtime():
+        pytest.skip("libdf_compiler.so built without the device runtime")
+    from dataflow import compiler as df_compiler
+
+    @T.dataflow.iter(range=("kv_begin", "kv_end"), mlir=SPLIT_KV, workspace_bytes=4096)
+    def split_kv(seq: T.int32, head: T.int32, Q, K, V) -> AttnInter: ...
+
+    @T.dataflow.reduce(mlir=COMBINE)
+    def combine(items: list[AttnInter]) -> AttnInter: ...
+
+    @T.dataflow.finalize(mlir=FINALIZE)
+    def finalize(inter: AttnInter, seq: T.int32, head: T.int32, Output) -> None: ...
+
+    p = (T.dataflow_program(task_domain=("batch", "head"), dynamic_ranges={"kv": "seq_lens"},
+                            name="attention")
+         .partial(split_kv(Q="Q", K="K", V="V"), task_args=("seq", "head"), range_axis="kv")
+         .reduce(combine()).finalize(finalize(Output="O")))
+    art = df.compile(p, "host", range_lengths=LENGTHS, **SEED)
+    text = art.handler_module.text()
+    assert "df.workspace_bytes = 4096 : i64" in text
+    assert "workspace=4096" in df_compiler.program_dump_from_mlir(text)
+    assert art.workspace_bytes == 4096
