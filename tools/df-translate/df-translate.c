@@ -163,7 +163,7 @@ static bool parse_cost_option(const char *arg, df_cost_params *c, bool *matched)
 /* The kernel of the module's plan as PTX (malloc'ed), with the module's
    MLIR handler bodies and the --df-link bitcode. */
 static df_status build_kernel(const tr_input *in, char **ptx, size_t *len, uint32_t *features,
-                              df_packed **packed) {
+                              df_packed **packed, uint32_t *workspace) {
 #ifdef DF_HAVE_DEVICE_RUNTIME
   df_packed *k;
   df_program *prog;
@@ -176,6 +176,8 @@ static df_status build_kernel(const tr_input *in, char **ptx, size_t *len, uint3
   *features = (in->all_features ? DF_FEATURES_ALL : df_packed_features(k)) |
               (in->embed_plan ? DF_FEATURE_EMBEDDED_PLAN : 0);
   df_status s = df_emit_kernel(k, &o, &ko, ptx, len);
+  if (workspace)
+    *workspace = df_program_workspace_bytes(prog);
   df_program_destroy(prog);
   if (packed && s.code == DF_OK)
     *packed = k;
@@ -188,6 +190,7 @@ static df_status build_kernel(const tr_input *in, char **ptx, size_t *len, uint3
   (void)len;
   (void)features;
   (void)packed;
+  (void)workspace;
   return df_status_errorf(DF_EUNSUPPORTED,
                           "this df-translate was built without the device runtime");
 #endif
@@ -197,7 +200,7 @@ static df_status to_ptx(const tr_input *in, FILE *out) {
   char *ptx = NULL;
   size_t len = 0;
   uint32_t features;
-  df_status s = build_kernel(in, &ptx, &len, &features, NULL);
+  df_status s = build_kernel(in, &ptx, &len, &features, NULL, NULL);
   if (!df_failed(&s) && fwrite(ptx, 1, len, out) != len)
     s = df_status_errorf(DF_EIO, "could not write the PTX");
   free(ptx);
@@ -213,7 +216,7 @@ static df_status to_cubin(const tr_input *in, FILE *out) {
   char *ptx = NULL;
   size_t len = 0;
   uint32_t features;
-  DF_TRY(build_kernel(in, &ptx, &len, &features, NULL));
+  DF_TRY(build_kernel(in, &ptx, &len, &features, NULL, NULL));
   df_ptxas_result r;
   df_status s = df_ptxas_run(ptxas, ptx, len, in->sm, in->output, &r);
   free(ptx);
@@ -227,7 +230,8 @@ static df_status kernel_report(const tr_input *in, FILE *out) {
   size_t len = 0;
   uint32_t features;
   df_packed *k;
-  DF_TRY(build_kernel(in, &ptx, &len, &features, &k));
+  uint32_t workspace = 0;
+  DF_TRY(build_kernel(in, &ptx, &len, &features, &k, &workspace));
   char names[256], ptxas[4096];
   df_features_name(features, names, sizeof names);
   const char *sm = in->sm ? in->sm : "sm_90a";
@@ -236,6 +240,9 @@ static df_status kernel_report(const tr_input *in, FILE *out) {
   fprintf(out, "plan: %s\n", in->embed_plan ? "embedded" : "kernel parameters");
   fprintf(out, "ptx_bytes: %zu\n", len);
   fprintf(out, "dynamic_shared_bytes: %u\n", k->launch.shared_memory_bytes);
+  if (workspace) /* docs/workspace.md: a launch adds it and 128 alignment bytes */
+    fprintf(out, "handler_workspace_bytes: %u (launch dynamic shared bytes %u)\n", workspace,
+            k->launch.shared_memory_bytes + df_workspace_launch_bytes(workspace));
   df_packed_destroy(k);
   df_status s = df_ptxas_find(ptxas, sizeof ptxas);
   if (df_failed(&s)) {
