@@ -370,6 +370,10 @@ static df_status convert_impl(convert *c, MlirOperation fn) {
   if (!mlirAttributeIsNull(general) && !mlirAttributeIsAUnit(general))
     return df_emit(loc, "implementation '%s': df.general is a unit attribute", im.name);
   im.general = !mlirAttributeIsNull(general);
+  if (!mlirAttributeIsNull(df_op_attr(fn, "df.workspace_bytes")))
+    return df_emit(loc, "implementation '%s': df.workspace_bytes belongs on the declaration of "
+                        "the operator it implements, '%s' (its implementations run under it)",
+                   im.name, im.op);
   s = df_program_add_impl(c->prog, &im);
   if (df_failed(&s))
     return df_emit(loc, "%s", s.message);
