@@ -78,6 +78,14 @@ typedef struct df_host_options {
   bool reverse;
   /* Per-CTA scratch arena bytes; 0 (default) = the plan's scratch_bytes. */
   uint32_t scratch_bytes;
+  /* Handler workspace bytes per virtual CTA (df_ctx.workspace,
+     docs/workspace.md), at most DF_WORKSPACE_MAX_BYTES; 0 (default) =
+     none. A handler library made by df-translate --df-to-host carries its
+     handlers' value: df_host_workspace_dl reads it. The buffer is
+     DF_WORKSPACE_ALIGN-aligned, guarded like the other arenas and filled
+     with a poison byte before every handler call (its contents do not
+     survive an instruction, as on the GPU). */
+  uint32_t workspace_bytes;
   /* Starting contents of global staging (global_staging_bytes bytes), as
      a previous launch left them; NULL (default) = zero bytes. */
   const uint8_t *initial_staging;
@@ -276,6 +284,13 @@ df_status df_host_resolve_handlers(const df_packed *k, df_host_symbol_lookup loo
    (tried_cap bytes) lists the names looked for. */
 df_status df_host_resolve_dl(const df_packed *k, void *lib, df_handler_fn *out, char *tried,
                              size_t tried_cap);
+
+/* The handler workspace of a dlopen'ed handler library: its
+   df_handler_workspace_bytes (the largest df.workspace_bytes of its
+   handlers, df-translate --df-to-host); 0 when the library has no such
+   symbol (hand-built libraries, objects made before the workspace). Fails
+   when the value is over DF_WORKSPACE_MAX_BYTES. */
+df_status df_host_workspace_dl(void *lib, uint32_t *out);
 
 #ifdef __cplusplus
 }

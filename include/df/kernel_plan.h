@@ -83,6 +83,26 @@ static inline bool df_plan_features_cover(uint32_t kernel, uint32_t plan) {
   return (plan & ~kernel & DF_FEATURES_ALL) == 0;
 }
 
+/* Handler workspace (docs/workspace.md). The generated module defines
+   `const uint32_t df_handler_workspace_bytes`: the largest
+   `df.workspace_bytes` of the handlers linked into the kernel (0 when
+   none declares one). Like df_plan_features it stays a visible symbol of
+   the image, so a launcher reads it (cuModuleGetGlobal; absent in images
+   older than the workspace = 0). The device runtime places the workspace
+   at the end of the CTA's dynamic shared memory, its start rounded down
+   to DF_WORKSPACE_ALIGN; a launcher adds df_workspace_launch_bytes(W) to
+   the plan's dynamic shared bytes so the round-down never reaches the
+   plan's own bytes. */
+#define DF_WORKSPACE_ALIGN 128u
+/* The largest workspace a handler may declare: sm_90's 227 KiB opt-in
+   dynamic shared memory per block. */
+#define DF_WORKSPACE_MAX_BYTES 232448u
+
+/* Dynamic shared bytes a launch adds for a workspace of `w` bytes. */
+static inline uint32_t df_workspace_launch_bytes(uint32_t w) {
+  return w ? w + DF_WORKSPACE_ALIGN : 0u;
+}
+
 /* --df-embed-plan: the plan's records and launch words as constant data in
    the kernel image. The kernel then ignores its parameters 0-8, 10, 11
    and 14-18 (plan records and launch words); tensor_args, global_staging,

@@ -656,20 +656,28 @@ typedef struct df_shared_need {
   uint32_t control_bytes; /* barriers, ACK barriers, bit-words */
   uint32_t slot_base;     /* shared_slot_base_offset = align(control, 16) */
   uint32_t slot_bytes;    /* that CTA's arena, rounded up to 16 */
-  uint32_t total;         /* slot_base + slot_bytes */
+  /* The handler workspace a launch adds to every CTA
+     (df_workspace_launch_bytes of the handlers' largest
+     df.workspace_bytes, docs/workspace.md); 0 when none. */
+  uint32_t workspace_bytes;
+  uint32_t total;         /* slot_base + slot_bytes + workspace_bytes */
 } df_shared_need;
 
-df_status df_shared_need_of(const df_plan *p, const df_packed *k, df_shared_need *out);
-/* Error naming the CTA, its bytes (control + slots) and the limit when
-   the fullest CTA needs more than `limit` (0 = no limit). need may be
-   NULL. */
-df_status df_shared_budget_check(const df_plan *p, const df_packed *k, uint32_t limit,
-                                 df_shared_need *need);
+/* `workspace` is the handlers' largest df.workspace_bytes
+   (df_program_workspace_bytes; 0 = none). */
+df_status df_shared_need_of(const df_plan *p, const df_packed *k, uint32_t workspace,
+                            df_shared_need *out);
+/* Error naming the CTA, its bytes (control + slots + workspace) and the
+   limit when the fullest CTA needs more than `limit` (0 = no limit). need
+   may be NULL. */
+df_status df_shared_budget_check(const df_plan *p, const df_packed *k, uint32_t workspace,
+                                 uint32_t limit, df_shared_need *need);
 
 /* `auto` memory choice: candidates in order all_at_once (the requested
    policy), then streaming and streaming_tree under cluster_local (stage
    graphs: one candidate); each is scheduled and packed, the first whose
-   fullest CTA fits `limit` is returned. */
+   fullest CTA fits `limit` is returned. The need counts the workspace of
+   g's handlers (df_program_workspace_bytes). */
 typedef struct df_fit_candidate {
   df_policy policy;
   df_reduce_strategy strategy;

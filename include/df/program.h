@@ -123,6 +123,9 @@ typedef struct df_operator {
   int32_t result_type; /* itype index, -1 for none */
   /* Built-in handler library the operator uses (df/impl.h), "" none. */
   char library[DF_NAME_MAX];
+  /* Shared-memory workspace the handler needs per CTA
+     (`df.workspace_bytes`, docs/workspace.md); 0 = none. */
+  uint32_t workspace_bytes;
 } df_operator;
 
 /* A reducer is associative when it takes two intermediates (not a list). */
@@ -220,6 +223,14 @@ df_status df_program_add_operator(df_program *p, const char *name,
                                   df_op_kind kind, uint32_t param_count,
                                   const df_param *params, int32_t result_type,
                                   int32_t *index_out);
+/* Declare that handler `name` needs a shared-memory workspace of `bytes`
+   per CTA (docs/workspace.md): at most DF_WORKSPACE_MAX_BYTES (227 KiB,
+   the sm_90 opt-in limit); 0 removes it. The kernel gets the largest
+   workspace of the handlers its plan runs. */
+df_status df_program_set_handler_workspace(df_program *p, const char *name, int64_t bytes);
+/* The largest workspace of the handlers a stage of `p` calls (what the
+   kernel and the host handler object are built with); 0 when none. */
+uint32_t df_program_workspace_bytes(const df_program *p);
 /* Adds a copy of `stage` (its bindings array is copied too). */
 df_status df_program_add_stage(df_program *p, const df_stage *stage,
                                int32_t *index_out);

@@ -223,6 +223,11 @@ typedef struct df_rt_kernel_info {
   int static_shared_bytes;
   int num_regs;
   int local_bytes;
+  /* The image's df_handler_workspace_bytes (docs/workspace.md): launches
+     add df_workspace_launch_bytes of it to the plan's dynamic shared
+     memory. 0 when the image has no such symbol (images built before the
+     workspace) or the driver table has no cuModuleGetGlobal. */
+  uint32_t workspace_bytes;
 } df_rt_kernel_info;
 const df_rt_kernel_info *df_rt_module_kernel_info(const df_rt_module *m);
 /* The JIT info log of a successful load ("" if none). */

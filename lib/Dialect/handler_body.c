@@ -208,6 +208,9 @@ static void merge(MlirOperation module, MlirOperation parsed, MlirOperation decl
     set_missing(decl, fn, "df.signature", "function_type");
     set_missing(decl, fn, "df.kind", "df.kind");
     set_missing(decl, fn, "df.params", "df.params");
+    /* the declared workspace stays with the handler (docs/workspace.md) */
+    if (!mlirAttributeIsNull(df_op_attr(decl, "df.workspace_bytes")))
+      set_missing(decl, fn, "df.workspace_bytes", "df.workspace_bytes");
   }
   mlirBlockInsertOwnedOperationAfter(body_of(module), decl, fn);
   mlirOperationDestroy(decl);

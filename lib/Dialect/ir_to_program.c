@@ -147,6 +147,30 @@ static df_status df_handler_signature(MlirOperation fn, const char *name, MlirTy
   return df_status_ok();
 }
 
+/* `df.workspace_bytes = N` (any integer type): the handler's per-CTA
+   shared-memory workspace (docs/workspace.md). */
+static df_status handler_workspace(convert *c, MlirOperation fn, const char *name) {
+  MlirLocation loc = mlirOperationGetLocation(fn);
+  MlirAttribute a = df_op_attr(fn, "df.workspace_bytes");
+  if (mlirAttributeIsNull(a))
+    return df_status_ok();
+  if (!mlirAttributeIsAInteger(a))
+    return df_emit(loc, "handler '%s': df.workspace_bytes must be an integer attribute (the "
+                        "workspace size in bytes, e.g. 196608 : i64)", name);
+  MlirType t = mlirAttributeGetType(a);
+  int64_t bytes;
+  if (mlirTypeIsAIndex(t) || mlirIntegerTypeIsSignless(t))
+    bytes = mlirIntegerAttrGetValueInt(a);
+  else if (mlirIntegerTypeIsSigned(t))
+    bytes = mlirIntegerAttrGetValueSInt(a);
+  else /* unsigned: values past INT64_MAX read as negative and are refused */
+    bytes = (int64_t)mlirIntegerAttrGetValueUInt(a);
+  df_status s = df_program_set_handler_workspace(c->prog, name, bytes);
+  if (df_failed(&s))
+    return df_emit(loc, "%s", s.message);
+  return df_status_ok();
+}
+
 static df_status convert_handler(convert *c, MlirOperation fn) {
   MlirLocation loc = mlirOperationGetLocation(fn);
   char name[DF_NAME_MAX], kind_name[DF_NAME_MAX];
@@ -199,6 +223,7 @@ static df_status convert_handler(convert *c, MlirOperation fn) {
   s = df_program_add_operator(c->prog, name, kind, (uint32_t)nin, params, result, NULL);
   if (df_failed(&s))
     return df_emit(loc, "%s", s.message);
+  DF_TRY(handler_workspace(c, fn, name));
   char library[DF_NAME_MAX];
   bool has_library;
   DF_TRY(df_attr_string(fn, "df.library", false, library, sizeof library, &has_library));
@@ -345,6 +370,10 @@ static df_status convert_impl(convert *c, MlirOperation fn) {
   if (!mlirAttributeIsNull(general) && !mlirAttributeIsAUnit(general))
     return df_emit(loc, "implementation '%s': df.general is a unit attribute", im.name);
   im.general = !mlirAttributeIsNull(general);
+  if (!mlirAttributeIsNull(df_op_attr(fn, "df.workspace_bytes")))
+    return df_emit(loc, "implementation '%s': df.workspace_bytes belongs on the declaration of "
+                        "the operator it implements, '%s' (its implementations run under it)",
+                   im.name, im.op);
   s = df_program_add_impl(c->prog, &im);
   if (df_failed(&s))
     return df_emit(loc, "%s", s.message);

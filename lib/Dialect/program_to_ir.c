@@ -180,6 +180,9 @@ static df_status build_handler(MlirContext ctx, MlirLocation loc, const df_progr
     put(&a, "df.params", mlirArrayAttrGet(ctx, n, names));
     if (op->library[0])
       put(&a, "df.library", str(ctx, op->library));
+    if (op->workspace_bytes)
+      put(&a, "df.workspace_bytes",
+          mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), op->workspace_bytes));
     MlirRegion region = mlirRegionCreate(); /* a declaration: no blocks */
     mlirBlockAppendOwnedOperation(body, create(loc, "func.func", &a, 0, NULL, 0, NULL, &region));
   }

@@ -372,11 +372,16 @@ static df_status run_layout_slots(MlirOperation module, const void *options) {
     mlirOperationRemoveAttributeByName(plan_op,
                                        mlirStringRefCreateFromCString("hbm_direct_global_slots"));
   df_set_attr(plan_op, "shared_memory_limit", df_i64(ctx, l->limit.bytes));
+  /* the handlers' workspace shares the budget (docs/workspace.md) */
+  df_program *prog;
+  DF_TRY(df_program_from_module(module, NULL, NULL, &prog));
+  uint32_t workspace = df_program_workspace_bytes(prog);
+  df_program_destroy(prog);
   df_plan *plan;
   df_packed *k;
   DF_TRY(pack_from_ir(module, &plan, &k));
   df_shared_need need;
-  df_status st = df_shared_budget_check(plan, k, l->limit.bytes, &need);
+  df_status st = df_shared_budget_check(plan, k, workspace, l->limit.bytes, &need);
   if (!df_failed(&st))
     set_u(plan_op, "shared_memory_need", need.total);
   else if (st.code == DF_EINVAL) {

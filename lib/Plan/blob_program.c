@@ -19,8 +19,12 @@
    then, only for programs whose plan chose its split with
    block-size=auto (df_program.split_auto):
      SPLIT_MAGIC split_auto (1)
+   then, only for programs with handler workspaces (docs/workspace.md),
+   so re-plans budget shared memory with them:
+     WORKSPACE_MAGIC count workspaces[count]{op bytes}
    Blobs without these trailers read as before (no implementations,
-   whole-slot transfers, a fixed strategy, a given block size). */
+   whole-slot transfers, a fixed strategy, a given block size, no
+   workspace). */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -31,6 +35,7 @@
 #define IMPL_MAGIC 0x4c504d49u /* "IMPL" */
 #define PLAN_MAGIC 0x4e4c5052u /* "RPLN" */
 #define SPLIT_MAGIC 0x4c505341u /* "ASPL" */
+#define WORKSPACE_MAGIC 0x50534b57u /* "WKSP" */
 #define bad df_blob_fail
 
 static bool in_range(int32_t v, uint32_t n) { return v >= -1 && (v < 0 || (uint32_t)v < n); }
@@ -237,6 +242,18 @@ void df_blob_put_program(df_blob_buf *b, df_blob_buf *pool, const df_program *p)
     df_blob_buf_u32(b, SPLIT_MAGIC);
     df_blob_buf_u32(b, p->split_auto);
   }
+  uint32_t ws = 0;
+  for (uint32_t i = 0; i < p->op_count; i++)
+    ws += p->ops[i].workspace_bytes != 0;
+  if (ws) { /* programs without workspaces are unchanged */
+    df_blob_buf_u32(b, WORKSPACE_MAGIC);
+    df_blob_buf_u32(b, ws);
+    for (uint32_t i = 0; i < p->op_count; i++)
+      if (p->ops[i].workspace_bytes) {
+        df_blob_buf_u32(b, i);
+        df_blob_buf_u32(b, p->ops[i].workspace_bytes);
+      }
+  }
 }
 
 static void put_impls(df_blob_buf *b, df_blob_buf *pool, const df_program *p) {
@@ -434,6 +451,30 @@ static df_status get_split_choice(cursor *c, df_program *p) {
   return df_status_ok();
 }
 
+/* The workspace trailer: per entry an operator index and its bytes,
+   checked by the program model's rule. */
+static df_status get_workspaces(cursor *c, df_program *p) {
+  uint32_t n = 0;
+  char w[96];
+  DF_TRY(get_u32(c, &n, "workspace count"));
+  if (n == 0 || n > p->op_count)
+    return bad("workspace trailer: count %u is not 1 to the %u operators", n, p->op_count);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t op = 0, bytes = 0;
+    DF_TRY(get_u32(c, &op, label(w, sizeof w, "workspace %u: operator", i)));
+    DF_TRY(get_u32(c, &bytes, label(w, sizeof w, "workspace %u: bytes", i)));
+    if (op >= p->op_count)
+      return bad("workspace %u: operator %u out of range (%u operators)", i, op, p->op_count);
+    if (bytes == 0 || p->ops[op].workspace_bytes)
+      return bad("workspace %u: operator '%s' has bytes 0 or a second entry", i,
+                 p->ops[op].name);
+    df_status s = df_program_set_handler_workspace(p, p->ops[op].name, bytes);
+    if (df_failed(&s))
+      return bad("workspace %u: %s", i, s.message);
+  }
+  return df_status_ok();
+}
+
 /* The implementations trailer; every entry is re-checked by the program
    model's own rules. */
 static df_status get_impls(cursor *c, df_program *p) {
@@ -513,23 +554,27 @@ static df_status get_program(cursor *c, df_program *p) {
   for (uint32_t i = 0; i < head[4]; i++)
     DF_TRY(get_stage(c, p, i));
   /* Optional trailers, each once, in the order written. */
-  bool impls = false, choices = false, split = false;
+  bool impls = false, choices = false, split = false, ws = false;
   while (c->pos != c->len) {
-    const char *after = split     ? "split choice"
+    const char *after = ws        ? "workspace"
+                        : split   ? "split choice"
                         : choices ? "plan choice"
                         : impls   ? "implementation"
                                   : "stage";
     uint32_t magic = 0;
     DF_TRY(get_u32(c, &magic, "trailer magic"));
-    if (magic == IMPL_MAGIC && !impls && !choices && !split) {
+    if (magic == IMPL_MAGIC && !impls && !choices && !split && !ws) {
       impls = true;
       DF_TRY(get_impls(c, p));
-    } else if (magic == PLAN_MAGIC && !choices && !split) {
+    } else if (magic == PLAN_MAGIC && !choices && !split && !ws) {
       choices = true;
       DF_TRY(get_plan_choices(c, p));
-    } else if (magic == SPLIT_MAGIC && !split) {
+    } else if (magic == SPLIT_MAGIC && !split && !ws) {
       split = true;
       DF_TRY(get_split_choice(c, p));
+    } else if (magic == WORKSPACE_MAGIC && !ws) {
+      ws = true;
+      DF_TRY(get_workspaces(c, p));
     } else {
       return bad("%zu bytes left over after the last %s", c->len - c->pos + 4, after);
     }

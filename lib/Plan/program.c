@@ -1,6 +1,7 @@
 /* The program model: builders and whole-program rules (REFERENCE 1.1). */
 #include <string.h>
 
+#include "df/kernel_plan.h"
 #include "df/program.h"
 #include "vec.h"
 
@@ -174,6 +175,30 @@ df_status df_program_add_operator(df_program *p, const char *name, df_op_kind ki
     *index_out = (int32_t)p->op_count;
   p->op_count++;
   return df_status_ok();
+}
+
+df_status df_program_set_handler_workspace(df_program *p, const char *name, int64_t bytes) {
+  int32_t i = df_program_find_operator(p, name);
+  if (i < 0)
+    return df_status_errorf(DF_EINVAL, "program '%s' has no handler '%s' to give a workspace",
+                            p->name, name);
+  if (bytes < 0 || bytes > (int64_t)DF_WORKSPACE_MAX_BYTES)
+    return df_status_errorf(DF_EINVAL,
+                            "handler '%s': df.workspace_bytes %lld must be 0 to %u (227 KiB, the "
+                            "sm_90 dynamic shared memory per block)",
+                            name, (long long)bytes, DF_WORKSPACE_MAX_BYTES);
+  p->ops[i].workspace_bytes = (uint32_t)bytes;
+  return df_status_ok();
+}
+
+uint32_t df_program_workspace_bytes(const df_program *p) {
+  uint32_t w = 0;
+  for (uint32_t i = 0; p && i < p->stage_count; i++) {
+    int32_t op = p->stages[i].op;
+    if (op >= 0 && (uint32_t)op < p->op_count && p->ops[op].workspace_bytes > w)
+      w = p->ops[op].workspace_bytes;
+  }
+  return w;
 }
 
 df_status df_program_add_stage(df_program *p, const df_stage *stage, int32_t *index_out) {

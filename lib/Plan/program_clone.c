@@ -16,6 +16,7 @@ static df_status copy_into(const df_program *p, df_program *q) {
     DF_TRY(df_program_add_operator(q, p->ops[i].name, p->ops[i].kind, p->ops[i].param_count,
                                    p->ops[i].params, p->ops[i].result_type, NULL));
     memcpy(q->ops[i].library, p->ops[i].library, sizeof q->ops[i].library);
+    q->ops[i].workspace_bytes = p->ops[i].workspace_bytes;
   }
   for (uint32_t i = 0; i < p->stage_count; i++)
     DF_TRY(df_program_add_stage(q, &p->stages[i], NULL));

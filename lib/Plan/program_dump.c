@@ -49,10 +49,13 @@ df_status df_program_dump(const df_program *p, FILE *out) {
       if (q->type >= 0)
         fprintf(out, "<%s>", type_name(p, q->type));
     }
-    fprintf(out, ") result=%s%s\n", type_name(p, op->result_type),
+    fprintf(out, ") result=%s%s", type_name(p, op->result_type),
             op->kind == DF_OPK_REDUCE
                 ? (df_operator_is_associative(op) ? " associative" : " n-ary")
                 : "");
+    if (op->workspace_bytes)
+      fprintf(out, " workspace=%u", op->workspace_bytes);
+    fprintf(out, "\n");
   }
   for (uint32_t i = 0; i < p->stage_count; i++) {
     const df_stage *s = &p->stages[i];

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "df/kernel_plan.h"
 #include "df/plan.h"
 
 df_status df_target_shared_limit(const char *target, uint32_t *out) {
@@ -37,7 +38,8 @@ static void touch(const df_packed *k, uint32_t *end, uint32_t sm, uint32_t id) {
     end[sm] = e;
 }
 
-df_status df_shared_need_of(const df_plan *p, const df_packed *k, df_shared_need *out) {
+df_status df_shared_need_of(const df_plan *p, const df_packed *k, uint32_t workspace,
+                            df_shared_need *out) {
   memset(out, 0, sizeof *out);
   uint32_t n = k->topology.sm_count;
   uint32_t *end = df_alloc(&k->alloc, sizeof *end * (size_t)(n ? n : 1));
@@ -68,24 +70,29 @@ df_status df_shared_need_of(const df_plan *p, const df_packed *k, df_shared_need
       out->slot_bytes = slots;
     }
   }
-  out->total = out->slot_base + out->slot_bytes;
+  out->workspace_bytes = df_workspace_launch_bytes(workspace);
+  out->total = out->slot_base + out->slot_bytes + out->workspace_bytes;
   df_free(&k->alloc, end);
   return df_status_ok();
 }
 
-df_status df_shared_budget_check(const df_plan *p, const df_packed *k, uint32_t limit,
-                                 df_shared_need *need) {
+df_status df_shared_budget_check(const df_plan *p, const df_packed *k, uint32_t workspace,
+                                 uint32_t limit, df_shared_need *need) {
   df_shared_need local;
   if (!need)
     need = &local;
-  DF_TRY(df_shared_need_of(p, k, need));
+  DF_TRY(df_shared_need_of(p, k, workspace, need));
   if (limit == 0 || need->total <= limit)
     return df_status_ok();
+  char ws[96] = "";
+  if (need->workspace_bytes)
+    snprintf(ws, sizeof ws, " + handler workspace %u (%u declared + %u alignment)",
+             need->workspace_bytes, workspace, DF_WORKSPACE_ALIGN);
   return df_status_errorf(DF_EINVAL,
                           "shared memory budget: CTA %u needs %u bytes of dynamic shared memory "
-                          "(control %u + slots %u, slot arena at offset %u), over the limit of "
-                          "%u bytes",
-                          need->cta, need->total, need->control_bytes, need->slot_bytes,
+                          "(control %u + slots %u%s, slot arena at offset %u), over the limit "
+                          "of %u bytes",
+                          need->cta, need->total, need->control_bytes, need->slot_bytes, ws,
                           need->slot_base, limit);
 }
 
@@ -123,7 +130,7 @@ static df_status try_one(const df_program *g, const df_schedule_options *base,
     snprintf(c->why, sizeof c->why, "%s", st.message);
     return df_status_ok();
   }
-  st = df_shared_need_of(p, k, &c->need);
+  st = df_shared_need_of(p, k, df_program_workspace_bytes(g), &c->need);
   df_packed_destroy(k);
   if (df_failed(&st)) {
     df_plan_destroy(p);

@@ -27,7 +27,7 @@ static df_status no_runtime(void) {
 }
 #endif
 
-df_status df_shared_emit_ptx(const df_packed *k, const char *sm,
+df_status df_shared_emit_ptx(const df_packed *k, const df_program *program, const char *sm,
                              const char *const *link_files, unsigned link_count, char **ptx,
                              size_t *len) {
   *ptx = NULL;
@@ -37,8 +37,12 @@ df_status df_shared_emit_ptx(const df_packed *k, const char *sm,
 #ifdef DF_HAVE_DEVICE_RUNTIME
   df_ptx_options o = {sm, link_files, link_count, df_device_runtime_bc,
                       (size_t)df_device_runtime_bc_size};
-  return df_emit_ptx(k, &o, ptx, len);
+  /* no handler module: bitcode handlers only; the program for the
+     handlers' workspace */
+  df_kernel_options ko = {{NULL}, program, true, false, 0};
+  return df_emit_kernel(k, &o, &ko, ptx, len);
 #else
+  (void)program;
   (void)sm;
   (void)link_files;
   (void)link_count;

@@ -14,9 +14,11 @@
 int df_shared_has_device_runtime(void);
 
 /* df_emit_ptx with the embedded device runtime: `sm` ("sm_90a" when NULL),
-   `link_files` handler bitcode for nvptx64. *ptx is malloc'ed and
-   NUL-terminated (free with df_shared_free). */
-df_status df_shared_emit_ptx(const df_packed *k, const char *sm,
+   `link_files` handler bitcode for nvptx64, `program` (may be NULL) the
+   program the plan was made from, for its handlers' workspace
+   (docs/workspace.md). *ptx is malloc'ed and NUL-terminated (free with
+   df_shared_free). */
+df_status df_shared_emit_ptx(const df_packed *k, const df_program *program, const char *sm,
                              const char *const *link_files, unsigned link_count, char **ptx,
                              size_t *len);
 

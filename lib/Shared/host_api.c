@@ -35,10 +35,11 @@ static char *copy_text(const char *s) {
   return c;
 }
 
-static df_status run(const df_packed *k, df_handler_fn *fns, const df_abi_tensor_arg *tensors,
-                     uint32_t tensor_count, const df_shared_host_run_options *o,
-                     df_shared_host_run_info *out) {
+static df_status run(const df_packed *k, df_handler_fn *fns, uint32_t workspace,
+                     const df_abi_tensor_arg *tensors, uint32_t tensor_count,
+                     const df_shared_host_run_options *o, df_shared_host_run_info *out) {
   df_host_options ho = df_host_options_default();
+  ho.workspace_bytes = workspace;
   ho.threads = o && o->threads ? o->threads : 1;
   ho.op_log = o && o->op_log;
   uint32_t block_size = o && o->block_size ? o->block_size : 1;
@@ -86,8 +87,17 @@ df_status df_shared_host_run(const df_packed *k, const char *handlers_path,
       s = df_status_errorf(s.code, "host run: handler library '%s': %s (looked for %s)",
                            handlers_path, s.message, tried);
   }
+  uint32_t workspace = 0;
+  if (s.code == DF_OK) {
+    s = df_host_workspace_dl(lib, &workspace);
+    if (s.code != DF_OK)
+      s = df_status_errorf(s.code, "host run: handler library '%s': %s", handlers_path,
+                           s.message);
+    if (o && o->workspace_bytes > workspace)
+      workspace = o->workspace_bytes;
+  }
   if (s.code == DF_OK)
-    s = run(k, fns, tensors, tensor_count, o, out);
+    s = run(k, fns, workspace, tensors, tensor_count, o, out);
   free(fns);
   dlclose(lib);
   return s;

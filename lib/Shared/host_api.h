@@ -17,6 +17,10 @@ typedef struct df_shared_host_run_options {
   uint32_t block_size; /* the plan's range block size; 0 = 1 */
   bool op_log;         /* return the op log as text */
   bool cost;           /* return the cost estimate as text */
+  /* Handler workspace per virtual CTA (docs/workspace.md) for libraries
+     that do not carry df_handler_workspace_bytes (built without
+     df-translate); the larger of the two is used. */
+  uint32_t workspace_bytes;
 } df_shared_host_run_options;
 
 /* What a run leaves behind. The texts are malloc'ed (NULL when not asked

@@ -80,6 +80,23 @@ static df_status add_thunks(LLVMModuleRef m, const df_packed *k, const df_progra
   return st;
 }
 
+/* The handlers' workspace as the device module has it
+   (df_handler_workspace_bytes, docs/workspace.md): the host backend reads
+   it from the object and gives each virtual CTA a buffer of that size. */
+static df_status add_workspace_constant(LLVMModuleRef m, const df_program *prog) {
+  if (LLVMGetNamedGlobal(m, "df_handler_workspace_bytes"))
+    return df_status_errorf(DF_EINVAL, "linked bitcode already defines "
+                                       "'df_handler_workspace_bytes'; the generated object "
+                                       "defines it from the handlers' df.workspace_bytes");
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetModuleContext(m));
+  LLVMValueRef g = LLVMAddGlobal(m, i32, "df_handler_workspace_bytes");
+  LLVMSetInitializer(g, LLVMConstInt(i32, df_program_workspace_bytes(prog), 0));
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMExternalLinkage);
+  LLVMSetAlignment(g, 4);
+  return df_status_ok();
+}
+
 static df_status emit_object(LLVMModuleRef m, const char *path) {
   LLVMInitializeNativeTarget();
   LLVMInitializeNativeAsmPrinter();
@@ -148,6 +165,8 @@ df_status df_emit_host_handlers(const df_packed *k, const df_host_handler_option
     s = link_mlir_bodies(ctx, m, k, o);
   if (s.code == DF_OK)
     s = add_thunks(m, k, o->program);
+  if (s.code == DF_OK)
+    s = add_workspace_constant(m, o->program);
   char obj[4096];
   snprintf(obj, sizeof obj, "%s.o", o->output);
   if (s.code == DF_OK)

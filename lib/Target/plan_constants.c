@@ -1,6 +1,7 @@
 /* The plan constants of the generated module (df/kernel_plan.h):
    df_plan_features, which specialises the device runtime to the plan's
-   protocol paths, and df_embedded_plan, the plan's ABI records as constant
+   protocol paths, df_handler_workspace_bytes (docs/workspace.md), and
+   df_embedded_plan, the plan's ABI records as constant
    data for --df-embed-plan. */
 #include <stdio.h>
 #include <string.h>
@@ -121,16 +122,23 @@ static df_status define_global(LLVMModuleRef m, const char *name, LLVMTypeRef fa
   return df_status_ok();
 }
 
+/* A visible u32 constant the runtime declares extern (a launcher reads it
+   from the image). */
+static df_status define_u32(LLVMModuleRef m, const char *name, uint32_t value) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetModuleContext(m));
+  LLVMValueRef g;
+  DF_TRY(define_global(m, name, i32, &g));
+  LLVMSetInitializer(g, LLVMConstInt(i32, value, 0));
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMExternalLinkage);
+  LLVMSetAlignment(g, 4);
+  return df_status_ok();
+}
+
 df_status df_define_plan_constants(LLVMModuleRef m, const df_packed *k, uint32_t features,
-                                   uint32_t block_size) {
-  LLVMContextRef ctx = LLVMGetModuleContext(m);
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
-  LLVMValueRef f;
-  DF_TRY(define_global(m, "df_plan_features", i32, &f));
-  LLVMSetInitializer(f, LLVMConstInt(i32, features, 0));
-  LLVMSetGlobalConstant(f, 1);
-  LLVMSetLinkage(f, LLVMExternalLinkage);
-  LLVMSetAlignment(f, 4);
+                                   uint32_t block_size, uint32_t workspace) {
+  DF_TRY(define_u32(m, "df_plan_features", features));
+  DF_TRY(define_u32(m, "df_handler_workspace_bytes", workspace));
 
   LLVMValueRef e = LLVMGetNamedGlobal(m, "df_embedded_plan");
   if (!e)

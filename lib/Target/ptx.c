@@ -91,24 +91,25 @@ df_status df_link_bitcode_file(LLVMContextRef ctx, LLVMModuleRef dest, const cha
   return df_status_ok();
 }
 
-/* Everything but the kernel becomes internal so O3 can inline handlers
-   into the dispatch and the dispatch into the loop. df_plan_features stays
-   visible (a launcher can read it to check that a plan fits the kernel);
-   it is a constant with a definitive initializer, so O3 still folds it.
-   df_rt_trace_buf (only in a runtime built with DF_RT_TRACE, df/rt_trace.h)
-   stays visible too: internal, its stores would be dead (nothing in the
-   module reads it) and the host could not find it by name. */
-static bool keeps_linkage(LLVMValueRef g) {
-  const char *name = LLVMGetValueName(g);
-  return !strcmp(name, "df_plan_features") || !strcmp(name, "df_rt_trace_buf");
+bool df_visible_symbol(const char *name) {
+  return !strcmp(name, "df_plan_features") || !strcmp(name, "df_handler_workspace_bytes") ||
+         !strcmp(name, "df_rt_trace_buf");
 }
 
+/* Everything but the kernel becomes internal so O3 can inline handlers
+   into the dispatch and the dispatch into the loop. df_plan_features and
+   df_handler_workspace_bytes stay visible (a launcher reads them: does
+   the plan fit the kernel, how much workspace to add); they are constants
+   with definitive initializers, so O3 still folds them. df_rt_trace_buf
+   (only in a runtime built with DF_RT_TRACE, df/rt_trace.h) stays visible
+   too: internal, its stores would be dead (nothing in the module reads
+   it) and the host could not find it by name. */
 static void internalize(LLVMModuleRef m) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f) && strcmp(LLVMGetValueName(f), DF_KERNEL_NAME) != 0)
       LLVMSetLinkage(f, LLVMInternalLinkage);
   for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
-    if (!LLVMIsDeclaration(g) && !keeps_linkage(g))
+    if (!LLVMIsDeclaration(g) && !df_visible_symbol(LLVMGetValueName(g)))
       LLVMSetLinkage(g, LLVMInternalLinkage);
 }
 
@@ -236,7 +237,8 @@ df_status df_emit_kernel(const df_packed *k, const df_ptx_options *o,
   if (s.code == DF_OK && !LLVMGetNamedFunction(m, DF_KERNEL_NAME))
     s = df_status_errorf(DF_EINTERNAL, "the device runtime has no %s", DF_KERNEL_NAME);
   if (s.code == DF_OK)
-    s = df_define_plan_constants(m, k, features, ko->block_size);
+    s = df_define_plan_constants(m, k, features, ko->block_size,
+                                 df_program_workspace_bytes(ko->program));
   if (s.code == DF_OK)
     s = df_build_dispatch(m, k, ko ? ko->program : NULL);
   if (s.code == DF_OK) {

@@ -44,10 +44,14 @@ df_status df_build_composite(LLVMModuleRef m, const df_packed *k, const df_handl
 df_status df_build_dispatch(LLVMModuleRef m, const df_packed *k, const df_program *prog);
 
 /* Define the plan constants the device runtime reads: df_plan_features
-   (kept visible in the image) and df_embedded_plan (the records as
-   constant data when `features` has DF_FEATURE_EMBEDDED_PLAN, else zero). */
+   and df_handler_workspace_bytes = `workspace` (both kept visible in the
+   image) and df_embedded_plan (the records as constant data when
+   `features` has DF_FEATURE_EMBEDDED_PLAN, else zero). */
 df_status df_define_plan_constants(LLVMModuleRef m, const df_packed *k, uint32_t features,
-                                   uint32_t block_size);
+                                   uint32_t block_size, uint32_t workspace);
+
+/* Symbols of the generated module that stay visible (not internalized). */
+bool df_visible_symbol(const char *name);
 
 /* Lower the func.func bodies of `module` (MLIR handlers and the functions
    they call) to an LLVM module in `ctx`, for the GPU or (host) for the

@@ -345,6 +345,8 @@ def declare_core(dll) -> None:
         ("df_library_names", c_char_p),
         ("df_program_add_impl", S, P, POINTER(df_impl)),
         ("df_program_set_library", S, P, c_char_p, c_char_p),
+        ("df_program_set_handler_workspace", S, P, c_char_p, c_int64),
+        ("df_program_workspace_bytes", u32, P),
         # plan.h: names and variants
         ("df_topology_check", S, POINTER(df_topology)),
         ("df_iter_mode_name", c_char_p, enum), ("df_iter_mode_parse", S, c_char_p, pI),
@@ -417,7 +419,7 @@ def declare_compiler(dll) -> None:
         ("df_program_to_mlir_text", S, P, POINTER(c_void_p)),
         # compile_api.h: PTX with the embedded device runtime
         ("df_shared_has_device_runtime", c_int),
-        ("df_shared_emit_ptx", S, P, c_char_p, POINTER(c_char_p), ctypes.c_uint,
+        ("df_shared_emit_ptx", S, P, P, c_char_p, POINTER(c_char_p), ctypes.c_uint,
          POINTER(c_void_p), POINTER(c_size_t)),
         # compile_api.h: the program module with MLIR handler bodies merged in
         ("df_shared_handlers_create", S, P, POINTER(c_void_p)),

@@ -19,7 +19,8 @@ u32 = c_uint32
 # ---- host_api.h (libdf.so) -----------------------------------------------------------------
 
 class df_shared_host_run_options(Structure):
-    _fields_ = [("threads", u32), ("block_size", u32), ("op_log", c_bool), ("cost", c_bool)]
+    _fields_ = [("threads", u32), ("block_size", u32), ("op_log", c_bool), ("cost", c_bool),
+                ("workspace_bytes", u32)]
 
 
 class df_shared_host_run_info(Structure):

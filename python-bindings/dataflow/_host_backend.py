@@ -35,10 +35,13 @@ def _text(ptr) -> str | None:
 
 
 def host_run(packed, library: str, tensors: list, *, block_size: int, threads: int = 1,
-             op_log: bool = False, cost: bool = False) -> HostRunStats:
+             op_log: bool = False, cost: bool = False,
+             workspace_bytes: int = 0) -> HostRunStats:
     """Run ``packed`` (a PackedInstructionPlan) once. ``tensors`` are
-    TensorRefs in host memory. A diagnosed plan raises DataflowValueError
-    whose ``report`` is the host backend's full diagnosis."""
+    TensorRefs in host memory. ``workspace_bytes``: the handlers' workspace
+    per virtual CTA (docs/workspace.md) when the library does not carry it.
+    A diagnosed plan raises DataflowValueError whose ``report`` is the host
+    backend's full diagnosis."""
     if not hasattr(lib.load(), "df_shared_host_run"):
         raise OSError(f"df: {lib.path} predates the host backend entry point; rebuild it")
     for i, t in enumerate(tensors):
@@ -48,7 +51,7 @@ def host_run(packed, library: str, tensors: list, *, block_size: int, threads: i
     records = b"".join(t.record() for t in tensors)
     buf = (ctypes.c_uint8 * max(1, len(records))).from_buffer_copy(records or b"\0")
     o = df_shared_host_run_options(threads=threads, block_size=block_size, op_log=op_log,
-                                   cost=cost)
+                                   cost=cost, workspace_bytes=workspace_bytes)
     info = df_shared_host_run_info()
     status = lib.df_shared_host_run(packed.c_pointer, str(library).encode(), buf, len(tensors),
                                     ctypes.byref(o), ctypes.byref(info))

@@ -294,6 +294,11 @@ class DataflowProgram:
             check(lib.df_program_add_operator(p, _name(op.name, "handler name"),
                                               _OP_KINDS[op.kind], len(op.parameters), params,
                                               result, None))
+            if op.workspace_bytes:
+                status = lib.df_program_set_handler_workspace(p, op.name.encode(),
+                                                              op.workspace_bytes)
+                if status.code != 0:
+                    raise DataflowProgramError(str(error_for(status))) from None
             if op.library is not None:
                 # df_library_check: the name exists, suits the operator's kind
                 # and its intermediate has the fields the handler reads

@@ -118,9 +118,11 @@ def _handler_files(program: DataflowProgram, handlers,
     return sources, bitcode, shared
 
 
-def emit_ptx(packed: PackedInstructionPlan, sm: str, bitcode: list) -> str:
+def emit_ptx(packed: PackedInstructionPlan, sm: str, bitcode: list,
+             program: DataflowProgram | None = None) -> str:
     """PTX of the persistent kernel for ``packed`` with handler bitcode
-    (df_emit_ptx with the device runtime embedded in libdf_compiler.so)."""
+    (df_emit_ptx with the device runtime embedded in libdf_compiler.so);
+    ``program`` gives the handlers' workspace (docs/workspace.md)."""
     if not hasattr(compiler.load(), "df_shared_emit_ptx"):
         raise OSError(f"df: {compiler.path} predates df_shared_emit_ptx; rebuild it")
     if not compiler.df_shared_has_device_runtime():
@@ -128,7 +130,9 @@ def emit_ptx(packed: PackedInstructionPlan, sm: str, bitcode: list) -> str:
                                    "unsupported")
     files = (ctypes.c_char_p * max(1, len(bitcode)))(*[str(b).encode() for b in bitcode])
     text, size = ctypes.c_void_p(), ctypes.c_size_t()
-    check(compiler.df_shared_emit_ptx(packed.c_pointer, sm.encode(), files, len(bitcode),
+    c_program = program.c_program().ptr if program is not None else None
+    check(compiler.df_shared_emit_ptx(packed.c_pointer, c_program, sm.encode(), files,
+                                      len(bitcode),
                                       ctypes.byref(text), ctypes.byref(size)), "df.compile")
     try:
         return ctypes.string_at(text, size.value).decode()
@@ -197,6 +201,9 @@ class CompiledArtifact:
     def __init__(self, program, target, plan, packed, sources, bitcode, shared, kwargs,
                  range_lengths, work_dir, ptx=None, handler_module=None):
         self.program = program
+        # the handlers' largest workspace_bytes (docs/workspace.md): the
+        # host backend gives every virtual CTA one
+        self.workspace_bytes = int(lib.df_program_workspace_bytes(program.c_program().ptr))
         self.target = target
         self.sources = tuple(sources)
         self.schedule_options = dict(kwargs)
@@ -235,7 +242,7 @@ class CompiledArtifact:
     def _emit(self, packed) -> str:
         if self.handler_module is not None:
             return self.handler_module.emit_ptx(packed, self.target, list(self.bitcode))
-        return emit_ptx(packed, self.target, list(self.bitcode))
+        return emit_ptx(packed, self.target, list(self.bitcode), self.program)
 
     # -- plans ----------------------------------------------------------------------------
 

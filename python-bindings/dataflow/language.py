@@ -13,7 +13,8 @@ Decorated functions are declarations: their Python bodies never run. A
 handler's implementation is named with ``mlir=`` (MLIR text of a func.func
 with the handler's symbol), ``source=`` (a C source or LLVM bitcode path) or
 ``library=`` (a built-in library handler: "lse_combine", "copy"); the compile
-step consumes it. ``@T.implementation(of=op, tiles=4, ...)`` declares an
+step consumes it. ``workspace_bytes=N`` declares the per-CTA shared-memory
+workspace the handler uses (df_ctx_workspace, docs/workspace.md). ``@T.implementation(of=op, tiles=4, ...)`` declares an
 implementation of an operator that serves a capability region of its calls
 (docs/implementations.md); df.compile selects one per instruction.
 Programs become df IR through df's C API (see ``DataflowProgram.to_mlir``).
@@ -270,8 +271,17 @@ class Operator:
     program stage uses; the Python function itself never runs."""
 
     def __init__(self, fn, kind: str, range=None, body: HandlerBody | None = None,
-                 name: str | None = None):
+                 name: str | None = None, workspace_bytes: int | None = None):
         self.function = fn
+        if workspace_bytes is not None and (isinstance(workspace_bytes, builtins.bool) or
+                                            not isinstance(workspace_bytes, int)):
+            raise TypeError(f"{kind} handler '{name or fn.__name__}': workspace_bytes must be "
+                            f"an int, got {workspace_bytes!r}")
+        if workspace_bytes is not None and not -2**63 <= workspace_bytes < 2**63:
+            raise DataflowValueError(f"{kind} handler '{name or fn.__name__}': workspace_bytes "
+                                     f"{workspace_bytes} is out of range")
+        # checked against the limit by df_program_set_handler_workspace
+        self.workspace_bytes = workspace_bytes
         self.kind = kind
         self.name = name or fn.__name__
         self.range = tuple(range) if range is not None else None
@@ -324,13 +334,15 @@ class OperatorCall:
 
 
 def _operator_decorator(kind: str):
-    def decorator(fn=None, *, range=None, mlir=None, source=None, library=None, name=None):
+    def decorator(fn=None, *, range=None, mlir=None, source=None, library=None, name=None,
+                  workspace_bytes=None):
         body = _body(mlir, source, library)
 
         def wrap(f):
             if not callable(f):
                 raise TypeError(f"@dataflow.{kind} decorates a function, got {f!r}")
-            return Operator(f, kind, range=range, body=body, name=name)
+            return Operator(f, kind, range=range, body=body, name=name,
+                            workspace_bytes=workspace_bytes)
 
         return wrap if fn is None else wrap(fn)
 

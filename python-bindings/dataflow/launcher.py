@@ -92,5 +92,6 @@ def launch(artifact, refs, *, backend, device, threads, synchronize, op_log, cos
         name = _cuda(artifact, refs, device, synchronize)
         return LaunchResult("cuda", artifact.range_lengths, replanned, name)
     stats = host_run(artifact.packed, artifact.host_library, refs,
-                     block_size=artifact.block_size, threads=threads, op_log=op_log, cost=cost)
+                     block_size=artifact.block_size, threads=threads, op_log=op_log, cost=cost,
+                     workspace_bytes=artifact.workspace_bytes)
     return LaunchResult("host", artifact.range_lengths, replanned, "host", stats)

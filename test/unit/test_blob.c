@@ -252,6 +252,7 @@ static void expect_program_equal(const df_program *x, const df_program *y) {
     assert_string_equal(a->name, b->name);
     assert_int_equal(a->kind, b->kind);
     assert_int_equal(a->result_type, b->result_type);
+    assert_int_equal(a->workspace_bytes, b->workspace_bytes);
     assert_int_equal(a->param_count, b->param_count);
     for (uint32_t j = 0; j < a->param_count; j++) {
       assert_string_equal(a->params[j].name, b->params[j].name);
@@ -813,6 +814,57 @@ static void plan_choices_are_carried_and_checked(void **state) {
   df_packed_destroy(k);
 }
 
+/* Handler workspaces travel as the last trailer, {operator, bytes} per
+   handler that has one (docs/workspace.md); blobs without are unchanged;
+   each entry is checked by the program model's rule. */
+static void workspace_is_carried_and_checked(void **state) {
+  (void)state;
+  df_packed *k = hand_packed();
+  df_program *prog = seed_attention_program();
+  size_t n0;
+  uint8_t *plain = write_blob(k, prog, &n0);
+  ok(df_program_set_handler_workspace(prog, "split_kv", 8192));
+  ok(df_program_set_handler_workspace(prog, "finalize", 196608));
+  round_trip(k, prog);
+  prog->split_auto = 1; /* after the split choice */
+  round_trip(k, prog);
+  prog->split_auto = 0;
+  size_t n;
+  uint8_t *orig = write_blob(k, prog, &n);
+  assert_int_equal(sec_len(orig, DF_BLOB_SEC_PROGRAM), sec_len(plain, DF_BLOB_SEC_PROGRAM) + 24);
+  df_packed *r;
+  df_program *rp;
+  ok(df_blob_read(orig, n, NULL, &r, &rp));
+  assert_int_equal(df_program_workspace_bytes(rp), 196608);
+  df_packed_destroy(r);
+  df_program_destroy(rp);
+  /* WKSP 2 {0 8192} {2 196608} */
+  size_t end = sec_off(orig, DF_BLOB_SEC_PROGRAM) + sec_len(orig, DF_BLOB_SEC_PROGRAM);
+  uint8_t *b = malloc(n);
+  memcpy(b, orig, n);
+  put32(b + end - 4, 232449);
+  ok(df_blob_reseal(b, n));
+  expect_reject(b, n, "program: workspace 1: handler 'finalize': df.workspace_bytes 232449 "
+                      "must be 0 to 232448");
+  memcpy(b, orig, n);
+  put32(b + end - 8, 7);
+  ok(df_blob_reseal(b, n));
+  expect_reject(b, n, "program: workspace 1: operator 7 out of range (3 operators)");
+  memcpy(b, orig, n);
+  put32(b + end - 8, 0);
+  ok(df_blob_reseal(b, n));
+  expect_reject(b, n, "program: workspace 1: operator 'split_kv' has bytes 0 or a second entry");
+  memcpy(b, orig, n);
+  put32(b + end - 20, 0);
+  ok(df_blob_reseal(b, n));
+  expect_reject(b, n, "program: workspace trailer: count 0 is not 1 to the 3 operators");
+  free(b);
+  free(orig);
+  free(plain);
+  df_program_destroy(prog);
+  df_packed_destroy(k);
+}
+
 /* block-size=auto travels as its own 2-word trailer after the plan
    choices (alone or with a tile); blobs without it are unchanged; the
    flag must be 1, once, last, and not with memory_auto. */
@@ -1205,6 +1257,7 @@ int main(void) {
       cmocka_unit_test(program_section_is_checked),
       cmocka_unit_test(plan_choices_are_carried_and_checked),
       cmocka_unit_test(split_choice_is_carried_and_checked),
+      cmocka_unit_test(workspace_is_carried_and_checked),
       cmocka_unit_test(writer_rejects_bad_plans),
       cmocka_unit_test(allocation_failures_are_clean),
       cmocka_unit_test(text_dump_names_every_field),

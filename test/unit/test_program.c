@@ -110,6 +110,39 @@ static void validation_names_the_rule(void **state) {
   df_program_destroy(a);
 }
 
+/* Handler workspaces (docs/workspace.md): the setter's rules, the
+   program's workspace is the largest of the handlers its stages call,
+   clones keep it. */
+static void handler_workspace(void **state) {
+  (void)state;
+  df_program *a = seed_attention_program();
+  assert_int_equal(df_program_workspace_bytes(a), 0);
+  assert_int_equal(df_program_workspace_bytes(NULL), 0);
+  assert_int_equal(df_program_set_handler_workspace(a, "split_kv", 8192).code, DF_OK);
+  assert_int_equal(df_program_set_handler_workspace(a, "finalize", 196608).code, DF_OK);
+  assert_int_equal(df_program_workspace_bytes(a), 196608);
+  df_status s = df_program_set_handler_workspace(a, "combine", -1);
+  assert_int_equal(s.code, DF_EINVAL);
+  assert_non_null(strstr(s.message, "handler 'combine': df.workspace_bytes -1 must be 0 to "
+                                    "232448"));
+  s = df_program_set_handler_workspace(a, "combine", 232449);
+  assert_int_equal(s.code, DF_EINVAL);
+  assert_non_null(strstr(s.message, "df.workspace_bytes 232449 must be 0 to 232448"));
+  s = df_program_set_handler_workspace(a, "nope", 16);
+  assert_int_equal(s.code, DF_EINVAL);
+  assert_non_null(strstr(s.message, "has no handler 'nope'"));
+  assert_int_equal(a->ops[df_program_find_operator(a, "combine")].workspace_bytes, 0);
+  df_program *c;
+  assert_int_equal(df_program_clone(a, NULL, &c).code, DF_OK);
+  assert_int_equal(c->ops[df_program_find_operator(c, "split_kv")].workspace_bytes, 8192);
+  assert_int_equal(df_program_workspace_bytes(c), 196608);
+  /* 0 removes a declaration */
+  assert_int_equal(df_program_set_handler_workspace(c, "finalize", 0).code, DF_OK);
+  assert_int_equal(df_program_workspace_bytes(c), 8192);
+  df_program_destroy(c);
+  df_program_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(slot_bytes_follow_field_alignment),
@@ -117,6 +150,7 @@ int main(void) {
       cmocka_unit_test(tensor_args_follow_first_appearance),
       cmocka_unit_test(dtype_names_and_aliases),
       cmocka_unit_test(validation_names_the_rule),
+      cmocka_unit_test(handler_workspace),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,6 +85,9 @@ static df_status setup(run *r) {
   const df_rt_kernel_info *ki = df_rt_module_kernel_info(r->mod);
   printf("df-run: kernel: %s, %d registers, %d static shared bytes, max %d threads\n",
          r->o.kernel, ki->num_regs, ki->static_shared_bytes, ki->max_threads_per_block);
+  if (ki->workspace_bytes) /* docs/workspace.md */
+    printf("df-run: handler workspace: %u B per CTA (added to the dynamic shared memory)\n",
+           ki->workspace_bytes);
   DF_TRY(run_tensors_name(&r->t, df_rt_plan_program(r->plan), &r->o));
   df_rt_executable_options eo;
   memset(&eo, 0, sizeof eo);

@@ -89,6 +89,12 @@ static df_status load_handlers(host_run *r) {
     return df_status_errorf(DF_ENOMEM, "out of memory for %u handlers", r->k->handler_count);
   DF_TRY(host_handlers_resolve(r->lib, r->o->handlers, r->k, r->handlers));
   printf("df-run: handlers: %u from %s\n", r->k->handler_count, r->o->handlers);
+  /* the handlers' workspace travels in the library (docs/workspace.md) */
+  df_status s = df_host_workspace_dl(r->lib, &r->ho.workspace_bytes);
+  if (s.code != DF_OK)
+    return df_status_wrap(s, r->o->handlers);
+  if (r->ho.workspace_bytes)
+    printf("df-run: handler workspace: %u B per CTA\n", r->ho.workspace_bytes);
   return df_status_ok();
 }
 

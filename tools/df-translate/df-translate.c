@@ -186,7 +186,7 @@ static df_status read_runtime(const char *path, char **bc, size_t *len) {
    MLIR handler bodies and the --df-link bitcode, on the embedded device
    runtime or the --df-runtime one. */
 static df_status build_kernel(const tr_input *in, char **ptx, size_t *len, uint32_t *features,
-                              df_packed **packed) {
+                              df_packed **packed, uint32_t *workspace) {
 #ifdef DF_HAVE_DEVICE_RUNTIME
   char *runtime = NULL;
   size_t runtime_len = 0;
@@ -212,6 +212,8 @@ static df_status build_kernel(const tr_input *in, char **ptx, size_t *len, uint3
               (in->embed_plan ? DF_FEATURE_EMBEDDED_PLAN : 0);
   df_status s = df_emit_kernel(k, &o, &ko, ptx, len);
   free(runtime);
+  if (workspace)
+    *workspace = df_program_workspace_bytes(prog);
   df_program_destroy(prog);
   if (packed && s.code == DF_OK)
     *packed = k;
@@ -224,6 +226,7 @@ static df_status build_kernel(const tr_input *in, char **ptx, size_t *len, uint3
   (void)len;
   (void)features;
   (void)packed;
+  (void)workspace;
   return df_status_errorf(DF_EUNSUPPORTED,
                           "this df-translate was built without the device runtime");
 #endif
@@ -233,7 +236,7 @@ static df_status to_ptx(const tr_input *in, FILE *out) {
   char *ptx = NULL;
   size_t len = 0;
   uint32_t features;
-  df_status s = build_kernel(in, &ptx, &len, &features, NULL);
+  df_status s = build_kernel(in, &ptx, &len, &features, NULL, NULL);
   if (!df_failed(&s) && fwrite(ptx, 1, len, out) != len)
     s = df_status_errorf(DF_EIO, "could not write the PTX");
   free(ptx);
@@ -249,7 +252,7 @@ static df_status to_cubin(const tr_input *in, FILE *out) {
   char *ptx = NULL;
   size_t len = 0;
   uint32_t features;
-  DF_TRY(build_kernel(in, &ptx, &len, &features, NULL));
+  DF_TRY(build_kernel(in, &ptx, &len, &features, NULL, NULL));
   df_ptxas_result r;
   df_status s = df_ptxas_run(ptxas, ptx, len, in->sm, in->output, &r);
   free(ptx);
@@ -263,7 +266,8 @@ static df_status kernel_report(const tr_input *in, FILE *out) {
   size_t len = 0;
   uint32_t features;
   df_packed *k;
-  DF_TRY(build_kernel(in, &ptx, &len, &features, &k));
+  uint32_t workspace = 0;
+  DF_TRY(build_kernel(in, &ptx, &len, &features, &k, &workspace));
   char names[256], ptxas[4096];
   df_features_name(features, names, sizeof names);
   const char *sm = in->sm ? in->sm : "sm_90a";
@@ -272,6 +276,9 @@ static df_status kernel_report(const tr_input *in, FILE *out) {
   fprintf(out, "plan: %s\n", in->embed_plan ? "embedded" : "kernel parameters");
   fprintf(out, "ptx_bytes: %zu\n", len);
   fprintf(out, "dynamic_shared_bytes: %u\n", k->launch.shared_memory_bytes);
+  if (workspace) /* docs/workspace.md: a launch adds it and 128 alignment bytes */
+    fprintf(out, "handler_workspace_bytes: %u (launch dynamic shared bytes %u)\n", workspace,
+            k->launch.shared_memory_bytes + df_workspace_launch_bytes(workspace));
   df_packed_destroy(k);
   df_status s = df_ptxas_find(ptxas, sizeof ptxas);
   if (df_failed(&s)) {

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "df/kernel_plan.h"
 #include "df/runtime.h"
 
 /* ---- objects --------------------------------------------------------------- */

@@ -1,7 +1,8 @@
 /* The launch configuration of REFERENCE 7.5 and its pre-checks: grid
    (sm_count,1,1), block_dim, cluster (cluster_size,1,1) with the
    load-balancing scheduling preference, dynamic shared memory = the
-   launch package's bytes (set as the function's maximum), non-portable
+   launch package's bytes plus the kernel's handler workspace (set as the
+   function's maximum), non-portable
    cluster sizes above 8; then the checks that keep a persistent kernel
    from failing or hanging at launch. */
 #include <stdio.h>
@@ -108,16 +109,27 @@ df_status dfrt_launch_prepare(df_rt_executable *e, const df_launch_package *lp,
                             "launch: plan sm_count %u is not a multiple of cluster_size %u "
                             "(the grid must hold whole clusters)",
                             sm, cs);
-  uint64_t shared = (uint64_t)lp->shared_memory_bytes + (uint64_t)(k->static_shared_bytes > 0
-                                                                       ? k->static_shared_bytes
-                                                                       : 0);
+  /* The handler workspace follows the plan's bytes (docs/workspace.md). */
+  const uint32_t workspace = df_workspace_launch_bytes(k->workspace_bytes);
+  const uint64_t dynamic = (uint64_t)lp->shared_memory_bytes + workspace;
+  uint64_t shared = dynamic + (uint64_t)(k->static_shared_bytes > 0 ? k->static_shared_bytes
+                                                                    : 0);
   if (shared > (uint64_t)(dev->max_shared_per_block_optin > 0 ? dev->max_shared_per_block_optin
-                                                              : 0))
+                                                              : 0)) {
+    if (workspace)
+      return df_status_errorf(DF_EUNSUPPORTED,
+                              "launch: plan needs %u bytes of dynamic shared memory + the "
+                              "handler workspace of %u bytes (+%u alignment) (+%d static), "
+                              "over device %d's limit of %d bytes per block",
+                              lp->shared_memory_bytes, k->workspace_bytes, DF_WORKSPACE_ALIGN,
+                              k->static_shared_bytes, dev->ordinal,
+                              dev->max_shared_per_block_optin);
     return df_status_errorf(DF_EUNSUPPORTED,
                             "launch: plan needs %u bytes of dynamic shared memory (+%d static), "
                             "over device %d's limit of %d bytes per block",
                             lp->shared_memory_bytes, k->static_shared_bytes, dev->ordinal,
                             dev->max_shared_per_block_optin);
+  }
   if (cs > 1 && !dev->cluster_launch)
     return df_status_errorf(DF_EUNSUPPORTED,
                             "launch: cluster_size %u needs thread-block cluster launch, which "
@@ -136,7 +148,7 @@ df_status dfrt_launch_prepare(df_rt_executable *e, const df_launch_package *lp,
   c->block[1] = e->block_dim[1];
   c->block[2] = e->block_dim[2];
   c->cluster_size = cs;
-  c->shared_bytes = lp->shared_memory_bytes;
+  c->shared_bytes = (uint32_t)dynamic;
   c->non_portable = cs > DFRT_PORTABLE_CLUSTER_SIZE;
   c->needs_flag_reset = lp->needs_flag_reset;
   c->block_size = plan_block_size ? plan_block_size

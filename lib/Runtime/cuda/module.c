@@ -67,6 +67,36 @@ static df_status read_attributes(df_rt_module *m) {
   return df_status_ok();
 }
 
+/* The image's df_handler_workspace_bytes (docs/workspace.md); an image
+   without the symbol (built before the workspace) has none. */
+static df_status read_workspace(df_rt_module *m) {
+  const df_cuda_driver *d = &m->dev->rt->drv;
+  m->info.workspace_bytes = 0;
+  if (!d->cuModuleGetGlobal)
+    return df_status_ok();
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  CUresult r = d->cuModuleGetGlobal(&ptr, &bytes, m->module, "df_handler_workspace_bytes");
+  if (r == CUDA_ERROR_NOT_FOUND)
+    return df_status_ok();
+  static const char object[] = "module: df_handler_workspace_bytes";
+  DF_TRY(dfrt_check(m->dev->rt, r, object, "cuModuleGetGlobal"));
+  if (bytes != sizeof(uint32_t))
+    return df_status_errorf(DF_EFORMAT, "%s is %zu bytes; the generated module defines a "
+                                        "uint32_t",
+                            object, bytes);
+  uint32_t w = 0;
+  DF_TRY(dfrt_check(m->dev->rt, d->cuMemcpyDtoHAsync(&w, ptr, sizeof w, NULL), object,
+                    "cuMemcpyDtoHAsync"));
+  DF_TRY(dfrt_check(m->dev->rt, d->cuStreamSynchronize(NULL), object, "cuStreamSynchronize"));
+  if (w > DF_WORKSPACE_MAX_BYTES)
+    return df_status_errorf(DF_EFORMAT, "%s is %u, over the largest workspace a handler may "
+                                        "declare (%u bytes)",
+                            object, w, DF_WORKSPACE_MAX_BYTES);
+  m->info.workspace_bytes = w;
+  return df_status_ok();
+}
+
 /* cuModuleLoadDataEx with info and error log buffers. */
 static df_status load_image(df_rt_module *m, const void *image, char *info, char *error) {
   const df_cuda_driver *d = &m->dev->rt->drv;
@@ -131,7 +161,8 @@ static df_status load(df_rt_module *m, const void *image, size_t bytes,
              m->kernel_name, kind_name(m->info.image_kind));
     return dfrt_check(m->dev->rt, r, object, "cuModuleGetFunction");
   }
-  return read_attributes(m);
+  DF_TRY(read_attributes(m));
+  return read_workspace(m);
 }
 
 df_status df_rt_module_load(df_rt_device *dev, const void *image, size_t bytes,

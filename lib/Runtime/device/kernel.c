@@ -21,6 +21,23 @@ extern void df_dispatch(uint32_t handler_id, const df_ctx *ctx);
 
 static inline uint32_t words_for(uint32_t bits) { return (bits + 31) / 32; }
 
+/* The handler workspace (docs/workspace.md): the last W bytes of this
+   CTA's dynamic shared memory, its start rounded down to
+   DF_WORKSPACE_ALIGN. The launcher adds df_workspace_launch_bytes(W) to
+   the plan's bytes, so the workspace never reaches them; a launch that
+   gave less than W + alignment traps rather than let handlers overwrite
+   the plan's barriers and slots. */
+DF_RT void workspace_place(df_ctx *ctx) {
+  const uint32_t w = df_handler_workspace_bytes;
+  if (w == 0)
+    return;
+  const uint32_t size = df_ptx_dynamic_smem_size();
+  if (size < df_workspace_launch_bytes(w))
+    __builtin_trap();
+  ctx->workspace = (uint8_t *)df_dynamic_smem + ((size - w) & ~(DF_WORKSPACE_ALIGN - 1u));
+  ctx->workspace_bytes = w;
+}
+
 static df_rt rt_make(const df_abi_slot *slots, const df_abi_comm *comms, uint8_t *staging,
                      uint32_t *flags, uint32_t slot_base, uint32_t barrier_count,
                      uint32_t ack_count, uint32_t cluster_size, uint32_t scratch_offset) {
@@ -159,6 +176,7 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
   ctx.block_size = block_size;
   ctx.thread = rt.tid;
   ctx.threads = rt.threads;
+  workspace_place(&ctx);
 
   const df_abi_instr *queue = instructions + queue_offsets[q];
   const uint32_t length = queue_lengths[q];

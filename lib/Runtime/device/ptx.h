@@ -23,6 +23,12 @@ DF_PTX uint32_t df_ptx_threads(void) {
   return __nvvm_read_ptx_sreg_ntid_x() * __nvvm_read_ptx_sreg_ntid_y() *
          __nvvm_read_ptx_sreg_ntid_z();
 }
+/* Bytes of dynamic shared memory this launch gave the CTA. */
+DF_PTX uint32_t df_ptx_dynamic_smem_size(void) {
+  uint32_t n;
+  __asm__("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
+  return n;
+}
 /* Queue index: the linear block index (grid is 1-D, one CTA per queue). */
 DF_PTX uint32_t df_ptx_block(void) { return __nvvm_read_ptx_sreg_ctaid_x(); }
 

@@ -24,6 +24,8 @@
    after linking, so O3 folds every DF_HAS test and drops unused paths. */
 extern const uint32_t df_plan_features;
 extern const df_plan_records df_embedded_plan;
+/* The handlers' largest df.workspace_bytes (docs/workspace.md). */
+extern const uint32_t df_handler_workspace_bytes;
 #define DF_HAS(f) ((df_plan_features & (f)) != 0)
 
 typedef struct df_rt {

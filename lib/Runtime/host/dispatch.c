@@ -39,6 +39,13 @@ static void make_ctx(const hb_run *r, const hb_cta *c, uint32_t instr, df_ctx *c
   ctx->scratch = c->scratch;
   ctx->global_staging = r->staging;
   ctx->block_size = r->block_size;
+  if (c->workspace) {
+    /* undefined at entry on the GPU: poison it so no handler relies on
+       what an earlier instruction left */
+    memset(c->workspace, HB_WORKSPACE_POISON, r->o.workspace_bytes);
+    ctx->workspace = c->workspace;
+    ctx->workspace_bytes = r->o.workspace_bytes;
+  }
 }
 
 /* One handler call over args `a`: inputs checked (unless `check` is

@@ -11,9 +11,11 @@
 #include <stdint.h>
 
 #include "df/host_backend.h"
+#include "df/kernel_plan.h"
 
 #define HB_S DF_SENTINEL
 #define HB_GUARD_BYTES 64u  /* guard zone before and after every buffer */
+#define HB_WORKSPACE_POISON 0xA5u /* handler workspace contents at entry */
 #define HB_GUARD_BYTE 0xDBu /* guard fill pattern */
 #define HB_PREV 0xFFFFFFFEu /* owner: bytes left by a previous launch */
 
@@ -84,6 +86,9 @@ typedef struct hb_cta {
   uint8_t *arena;   /* slot arena */
   uint8_t *scratch; /* scratch arena (inside its own guarded block) */
   uint8_t *scratch_mem;
+  /* handler workspace (docs/workspace.md): DF_WORKSPACE_ALIGN-aligned,
+     HB_GUARD_BYTES of guard on both sides; NULL without one */
+  uint8_t *workspace, *workspace_mem;
   uint32_t *arena_owner, *scratch_owner; /* slot whose value a byte holds, S = none */
   hb_barrier *bars;  /* barrier_count */
   hb_ack *acks;      /* cluster_ack_count */

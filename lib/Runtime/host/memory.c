@@ -192,6 +192,13 @@ df_status hb_check_guards(hb_run *r, uint32_t cta, uint32_t instr) {
   if ((at = first_touched(c->scratch_mem + HB_GUARD_BYTES + r->scratch_bytes, HB_GUARD_BYTES)) >=
       0)
     return guard_fail(r, instr, "past the end of the scratch arena (relative to its end)", at);
+  const uint32_t w = r->o.workspace_bytes;
+  if (c->workspace && (at = first_touched(c->workspace - HB_GUARD_BYTES, HB_GUARD_BYTES)) >= 0)
+    return guard_fail(r, instr, "before the handler workspace (relative to its start)",
+                      at - (long)HB_GUARD_BYTES);
+  if (c->workspace && (at = first_touched(c->workspace + w, HB_GUARD_BYTES)) >= 0)
+    return guard_fail(r, instr, "past the end of the handler workspace (relative to its end)",
+                      at);
   uint32_t stg = r->pkg.global_staging_bytes;
   if ((at = first_touched(r->staging_mem, HB_GUARD_BYTES)) >= 0)
     return guard_fail(r, instr, "before global staging (relative to its start)",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "df/host_backend.h"
+#include "df/kernel_plan.h"
 
 typedef struct dl_lookup {
   void *lib;
@@ -42,6 +43,21 @@ static void *find(void *user, const char *symbol) {
   if (h->name[0] && strcmp(h->name, symbol) != 0)
     fn = try_name(l, h->name);
   return fn;
+}
+
+df_status df_host_workspace_dl(void *lib, uint32_t *out) {
+  *out = 0;
+  dlerror();
+  const uint32_t *w = dlsym(lib, "df_handler_workspace_bytes");
+  if (!w)
+    return df_status_ok();
+  if (*w > DF_WORKSPACE_MAX_BYTES)
+    return df_status_errorf(DF_EFORMAT,
+                            "the handler library's df_handler_workspace_bytes is %u, over the "
+                            "largest workspace a handler may declare (%u bytes)",
+                            *w, DF_WORKSPACE_MAX_BYTES);
+  *out = *w;
+  return df_status_ok();
 }
 
 df_status df_host_resolve_dl(const df_packed *k, void *lib, df_handler_fn *out, char *tried,

@@ -30,6 +30,10 @@ static df_status check_args(const df_packed *k, const df_handler_fn *handlers,
   if (o->threads == 0 || o->threads > DF_HOST_MAX_THREADS)
     return df_status_errorf(DF_EINVAL, "host option threads must be in 1..%u, got %u",
                             DF_HOST_MAX_THREADS, o->threads);
+  if (o->workspace_bytes > DF_WORKSPACE_MAX_BYTES)
+    return df_status_errorf(DF_EINVAL,
+                            "host option workspace_bytes must be at most %u (227 KiB), got %u",
+                            DF_WORKSPACE_MAX_BYTES, o->workspace_bytes);
   return hb_check_cost_params(&o->cost);
 }
 

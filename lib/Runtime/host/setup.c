@@ -96,6 +96,22 @@ static void init_acks(hb_run *r, hb_cta *c) {
   }
 }
 
+/* The handler workspace: aligned as on the GPU, with guard zones. */
+static df_status setup_workspace(hb_run *r, hb_cta *c) {
+  const uint32_t w = r->o.workspace_bytes;
+  if (!w)
+    return df_status_ok();
+  _Static_assert(HB_GUARD_BYTES <= DF_WORKSPACE_ALIGN, "the guard fits the alignment pad");
+  c->workspace_mem = df_alloc(&r->al, (size_t)w + 3 * DF_WORKSPACE_ALIGN);
+  if (!c->workspace_mem)
+    return hb_oom("a handler workspace");
+  uintptr_t start = ((uintptr_t)c->workspace_mem + 2 * DF_WORKSPACE_ALIGN - 1) &
+                    ~(uintptr_t)(DF_WORKSPACE_ALIGN - 1);
+  c->workspace = (uint8_t *)start;
+  hb_fill_guards(c->workspace - HB_GUARD_BYTES, w);
+  return df_status_ok();
+}
+
 static df_status setup_cta(hb_run *r, uint32_t s) {
   const df_packed *k = r->k;
   const df_launch_package *l = &r->pkg;
@@ -131,7 +147,7 @@ static df_status setup_cta(hb_run *r, uint32_t s) {
   for (uint32_t i = 0; i < l->barrier_init_lengths[s]; i++)
     c->bars[l->barrier_init_indices[l->barrier_init_offsets[s] + i]].init = true;
   init_acks(r, c);
-  return df_status_ok();
+  return setup_workspace(r, c);
 }
 
 df_status hb_setup_memory(hb_run *r) {
@@ -177,6 +193,7 @@ void hb_teardown(hb_run *r) {
       hb_cta *c = &r->ctas[s];
       df_free(al, c->smem);
       df_free(al, c->scratch_mem);
+      df_free(al, c->workspace_mem);
       df_free(al, c->arena_owner);
       df_free(al, c->scratch_owner);
       df_free(al, c->bars);

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "df/kernel_plan.h"
 #include "hand_plan.h"
 #include "host_test_support.h"
 #include "seed_plans.h"
@@ -391,6 +392,78 @@ static void handler_writes_outside_the_arena(void **state) {
   df_plan_destroy(p);
 }
 
+/* The handler workspace (docs/workspace.md): every handler call gets the
+   CTA's 128-byte aligned buffer of workspace_bytes, poisoned at entry
+   (what an earlier instruction left does not survive); the partial here
+   checks that and fills all of it, so the run fails when the workspace
+   is missing or short. */
+static uint32_t g_ws_calls, g_ws_bad;
+
+static void ws_split_kv(const df_ctx *c) {
+  uint8_t *w = df_ctx_workspace(c);
+  uint32_t n = df_ctx_workspace_bytes(c);
+  g_ws_calls++;
+  if (!w || n != 1000 || (uintptr_t)w % DF_WORKSPACE_ALIGN != 0) {
+    g_ws_bad++;
+  } else {
+    for (uint32_t i = 0; i < n; i++)
+      g_ws_bad += w[i] != 0xA5u;
+    memset(w, 0x3C, n);
+  }
+  ht_split_kv(c);
+}
+
+static void ws_before(const df_ctx *c) {
+  ht_split_kv(c);
+  ((uint8_t *)df_ctx_workspace(c))[-1] = 0;
+}
+
+static void handler_workspace(void **state) {
+  (void)state;
+  df_plan *p = seed_make_plan();
+  df_packed *k = ht_pack(p, NULL);
+  df_handler_fn *h = ht_handlers(k);
+  h[0] = ws_split_kv;
+  df_host_options o = df_host_options_default();
+  o.workspace_bytes = 1000;
+  float *rows = NULL;
+  g_ws_calls = g_ws_bad = 0;
+  df_status st = ht_run_attention_with(k, h, 2, 128, &o, &rows, NULL);
+  assert_int_equal(st.code, DF_OK);
+  assert_true(g_ws_calls >= 2); /* iters on the same CTAs: the poison is renewed */
+  assert_int_equal(g_ws_bad, 0);
+  static const uint32_t kv[2] = {384, 256};
+  ht_check_attention(rows, kv, 2);
+  free(rows);
+  /* no workspace option: the handler sees none */
+  o.workspace_bytes = 0;
+  g_ws_calls = g_ws_bad = 0;
+  st = ht_run_attention_with(k, h, 2, 128, &o, &rows, NULL);
+  assert_int_equal(st.code, DF_OK);
+  assert_int_equal(g_ws_bad, g_ws_calls);
+  free(rows);
+  /* a write below the workspace is caught by its guard */
+  h[0] = ws_before;
+  o.workspace_bytes = 1000;
+  df_host_result res;
+  st = ht_run_attention_with(k, h, 2, 128, &o, &rows, &res);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_int_equal(res.diag.kind, DF_HOST_DIAG_ARENA);
+  assert_true(has(&res, "the handler wrote outside its memory: before the handler workspace "
+                        "(relative to its start), byte offset -1"));
+  df_host_result_free(&res);
+  free(rows);
+  /* over the largest workspace a handler may declare */
+  o.workspace_bytes = DF_WORKSPACE_MAX_BYTES + 1;
+  st = df_host_run(k, h, k->handler_count, NULL, 0, 128, &o, &res);
+  assert_true(hand_error_has(st, "host option workspace_bytes must be at most 232448 (227 "
+                                 "KiB), got 232449"));
+  df_host_result_free(&res);
+  free(h);
+  df_packed_destroy(k);
+  df_plan_destroy(p);
+}
+
 static void phase_mismatch(void **state) {
   (void)state;
   df_plan *p = seed_make_plan();
@@ -523,6 +596,7 @@ int main(void) {
       cmocka_unit_test(hbm_send_overwrites_unread_staging),
       cmocka_unit_test(arena_overflow),
       cmocka_unit_test(handler_writes_outside_the_arena),
+      cmocka_unit_test(handler_workspace),
       cmocka_unit_test(phase_mismatch),
       cmocka_unit_test(invalid_records),
       cmocka_unit_test(missing_handler),

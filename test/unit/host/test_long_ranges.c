@@ -468,7 +468,7 @@ static void budget_limits(void **state) {
 
 static uint32_t need_of(const df_plan *p, df_shared_need *n) {
   df_packed *k = ht_pack(p, NULL);
-  assert_int_equal(df_shared_need_of(p, k, n).code, DF_OK);
+  assert_int_equal(df_shared_need_of(p, k, 0, n).code, DF_OK);
   df_packed_destroy(k);
   return n->total;
 }
@@ -491,16 +491,16 @@ static void budget_long_range(void **state) {
   df_plan *p = attention(DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE, 2, longkv, 2, 128, 0);
   df_packed *k = ht_pack(p, NULL);
   df_shared_need n;
-  assert_int_equal(df_shared_budget_check(p, k, 0, &n).code, DF_OK); /* 0: no limit */
+  assert_int_equal(df_shared_budget_check(p, k, 0, 0, &n).code, DF_OK); /* 0: no limit */
   assert_true(n.total > 65536);
-  df_status st = df_shared_budget_check(p, k, 65536, NULL);
+  df_status st = df_shared_budget_check(p, k, 0, 65536, NULL);
   assert_int_equal(st.code, DF_EINVAL);
   char want[200];
   snprintf(want, sizeof want, "CTA %u needs %u bytes of dynamic shared memory (control %u + slots %u",
            n.cta, n.total, n.control_bytes, n.slot_bytes);
   assert_non_null(strstr(st.message, want));
   assert_non_null(strstr(st.message, "over the limit of 65536 bytes"));
-  assert_int_equal(df_shared_budget_check(p, k, n.total, NULL).code, DF_OK);
+  assert_int_equal(df_shared_budget_check(p, k, 0, n.total, NULL).code, DF_OK);
   df_packed_destroy(k);
   df_plan_destroy(p);
 }

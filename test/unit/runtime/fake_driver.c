@@ -54,6 +54,7 @@ void fake_reset(void) {
   fake.max_active_clusters = -1;
   fake.max_active_blocks = 1;
   fake.launch_ms = 0.5;
+  fake.module_global_bytes = sizeof(uint32_t);
   for (int i = 0; i < 16; i++)
     fake.func_attr[i] = -1;
 }
@@ -234,6 +235,20 @@ static CUresult f_module_load(CUmodule *m, const void *image, unsigned n, CUjit_
   return CUDA_SUCCESS;
 }
 
+/* The image's globals: df_handler_workspace_bytes only, held in the fake
+   state (a device pointer f_dtoh reads from). */
+static CUresult f_module_global(CUdeviceptr *ptr, size_t *bytes, CUmodule m, const char *name) {
+  record("cuModuleGetGlobal", (uint64_t)(uintptr_t)m, 0, 0, 0, name, strlen(name) + 1);
+  CUresult r = injected("cuModuleGetGlobal");
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (!fake.module_has_workspace || strcmp(name, "df_handler_workspace_bytes") != 0)
+    return CUDA_ERROR_NOT_FOUND;
+  *ptr = (CUdeviceptr)(uintptr_t)&fake.module_workspace;
+  *bytes = fake.module_global_bytes;
+  return CUDA_SUCCESS;
+}
+
 static CUresult f_module_unload(CUmodule m) {
   record("cuModuleUnload", (uint64_t)(uintptr_t)m, 0, 0, 0, NULL, 0);
   return CUDA_SUCCESS;
@@ -352,7 +367,9 @@ static CUresult f_dtoh(void *dst, CUdeviceptr src, size_t bytes, CUstream s) {
   CUresult r = injected("cuMemcpyDtoHAsync");
   if (r != CUDA_SUCCESS)
     return r;
-  if (!block_of(src, bytes))
+  bool global = src == (CUdeviceptr)(uintptr_t)&fake.module_workspace &&
+                bytes <= sizeof fake.module_workspace;
+  if (!global && !block_of(src, bytes))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(dst, (const void *)(uintptr_t)src, bytes);
   return CUDA_SUCCESS;
@@ -586,6 +603,7 @@ df_cuda_driver fake_driver(void) {
   d.cuCtxSetCurrent = f_ctx_set;
   d.cuModuleLoadDataEx = f_module_load;
   d.cuModuleUnload = f_module_unload;
+  d.cuModuleGetGlobal = f_module_global;
   d.cuModuleGetFunction = f_get_function;
   d.cuFuncGetAttribute = f_func_get;
   d.cuFuncSetAttribute = f_func_set;

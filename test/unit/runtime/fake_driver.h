@@ -56,6 +56,12 @@ typedef struct fake_state {
   CUresult fail_result;
   int fail_nth;          /* ... on its nth call (1-based; 0 = every call) */
   uint32_t launch_tma_count; /* tensor maps to capture at launch */
+  /* The image's df_handler_workspace_bytes (cuModuleGetGlobal): absent
+     unless module_has_workspace; module_global_bytes is the size the
+     symbol reports (fake_reset: 4). */
+  bool module_has_workspace;
+  uint32_t module_workspace;
+  size_t module_global_bytes;
   /* Streams: cuStreamQuery answers stream_query_result (default success);
      CUDA_ERROR_NOT_READY is a kernel that never finishes. query_hook, when
      set, runs first on every query (nth from 1) and may change the answer. */

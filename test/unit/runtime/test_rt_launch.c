@@ -329,6 +329,44 @@ static void reopen(rt_fixture *f) {
   fx_ok(df_rt_module_load(f->dev, FX_PTX, strlen(FX_PTX), NULL, &f->mod));
 }
 
+/* A module with a handler workspace (df_handler_workspace_bytes): the
+   launch asks for the plan's bytes + the workspace + 128 alignment bytes,
+   as the function maximum and in the launch; over the device's opt-in
+   limit the error names the plan bytes, the workspace and the limit. */
+static void workspace_adds_dynamic_shared_memory(void **state) {
+  (void)state;
+  fake_reset();
+  fake.module_has_workspace = true;
+  fake.module_workspace = 196608;
+  rt_fixture f;
+  fx_open(&f);
+  assert_int_equal(df_rt_module_kernel_info(f.mod)->workspace_bytes, 196608);
+  df_rt_plan *p = fx_seed_plan(f.rt);
+  df_rt_executable *e;
+  fx_ok(df_rt_executable_create(f.mod, p, NULL, &e));
+  const uint32_t want = 368 + 196608 + 128;
+  assert_int_equal(fake.func_attr[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES], want);
+  fx_ok(df_rt_executable_launch(e, NULL));
+  assert_int_equal(fake.last_cfg.sharedMemBytes, want);
+  df_rt_launch_info info;
+  fx_ok(df_rt_executable_launch_info(e, &info));
+  assert_int_equal(info.dynamic_shared_bytes, want);
+  df_rt_executable_destroy(e);
+  /* One byte over the opt-in limit. */
+  fake.optin_shared = (int)want - 1;
+  reopen(&f);
+  expect_create_fails(&f, p, DF_EUNSUPPORTED,
+                      "launch: plan needs 368 bytes of dynamic shared memory + the handler "
+                      "workspace of 196608 bytes (+128 alignment) (+0 static), over device 0's "
+                      "limit of 197103 bytes per block");
+  fake.optin_shared = (int)want;
+  reopen(&f);
+  fx_ok(df_rt_executable_create(f.mod, p, NULL, &e));
+  df_rt_executable_destroy(e);
+  df_rt_plan_destroy(p);
+  fx_close(&f);
+}
+
 static void pre_checks_fail_clearly(void **state) {
   (void)state;
   fake_reset();
@@ -518,6 +556,7 @@ int main(void) {
       cmocka_unit_test(cluster_one_has_no_attributes),
       cmocka_unit_test(block_dim_and_block_size_options),
       cmocka_unit_test(pre_checks_fail_clearly),
+      cmocka_unit_test(workspace_adds_dynamic_shared_memory),
       cmocka_unit_test(launch_errors),
       cmocka_unit_test(staging_copy_back),
   };

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "df/kernel_plan.h"
 #include "rt_fixture.h"
 
 static void open_rt(rt_fixture *f) {
@@ -183,6 +184,62 @@ static void loads_files(void **state) {
   fx_close(&f);
 }
 
+/* df_handler_workspace_bytes: read from the image when it has the symbol;
+   an image without it (older PTX) or a driver table without
+   cuModuleGetGlobal has none; a symbol of the wrong size, an
+   out-of-range value or a failing query is an error. */
+static void reads_the_workspace(void **state) {
+  (void)state;
+  fake_reset();
+  rt_fixture f;
+  open_rt(&f);
+  fx_ok(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &f.mod));
+  assert_int_equal(df_rt_module_kernel_info(f.mod)->workspace_bytes, 0);
+  assert_string_equal((const char *)fake_nth("cuModuleGetGlobal", 0)->data,
+                      "df_handler_workspace_bytes");
+  df_rt_module_unload(f.mod);
+  f.mod = NULL;
+  fake.module_has_workspace = true;
+  fake.module_workspace = 196608;
+  fx_ok(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &f.mod));
+  assert_int_equal(df_rt_module_kernel_info(f.mod)->workspace_bytes, 196608);
+  df_rt_module_unload(f.mod);
+  f.mod = NULL;
+  df_rt_module *m;
+  fake.module_global_bytes = 8;
+  fx_fails(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &m), DF_EFORMAT,
+           "module: df_handler_workspace_bytes is 8 bytes; the generated module defines a "
+           "uint32_t");
+  fake.module_global_bytes = 4;
+  fake.module_workspace = DF_WORKSPACE_MAX_BYTES + 1;
+  fx_fails(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &m), DF_EFORMAT,
+           "module: df_handler_workspace_bytes is 232449, over the largest workspace a handler "
+           "may declare (232448 bytes)");
+  fake.module_workspace = 1024;
+  fake.fail_name = "cuModuleGetGlobal";
+  fake.fail_result = CUDA_ERROR_INVALID_HANDLE;
+  fx_fails(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &m), DF_EINVAL,
+           "module: df_handler_workspace_bytes: cuModuleGetGlobal failed");
+  fake.fail_name = "cuMemcpyDtoHAsync";
+  fake.fail_result = CUDA_ERROR_ILLEGAL_ADDRESS;
+  fx_fails(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &m), DF_EIO,
+           "module: df_handler_workspace_bytes: cuMemcpyDtoHAsync failed");
+  fake.fail_name = NULL;
+  fx_close(&f);
+  /* A driver without cuModuleGetGlobal: no workspace, the load works. */
+  memset(&f, 0, sizeof f);
+  df_cuda_driver d = fake_driver();
+  d.cuModuleGetGlobal = NULL;
+  df_rt_options o;
+  memset(&o, 0, sizeof o);
+  o.driver = &d;
+  fx_ok(df_rt_create(&o, &f.rt));
+  fx_ok(df_rt_device_open(f.rt, 0, &f.dev));
+  fx_ok(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &f.mod));
+  assert_int_equal(df_rt_module_kernel_info(f.mod)->workspace_bytes, 0);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(classify_images),
@@ -190,6 +247,7 @@ int main(void) {
       cmocka_unit_test(jit_failure_returns_the_log),
       cmocka_unit_test(missing_kernel_and_bad_inputs),
       cmocka_unit_test(loads_files),
+      cmocka_unit_test(reads_the_workspace),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

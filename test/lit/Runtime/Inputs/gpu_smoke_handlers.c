@@ -8,6 +8,7 @@
    from the kernel parameters. */
 const uint32_t df_plan_features = DF_FEATURES_ALL;
 const df_plan_records df_embedded_plan = {0};
+const uint32_t df_handler_workspace_bytes = 0; /* gpu_smoke launches the plan's bytes only */
 
 static uint32_t f(uint32_t t, uint32_t b, uint32_t e, uint32_t w) {
   return t * 1000003u + b * 31u + e * 7u + w * 13u + 1u;

@@ -4,9 +4,11 @@
 #include "df/kernel_plan.h"
 
 /* What the generated module defines: every protocol path on, records
-   from the kernel parameters. */
+   from the kernel parameters, a handler workspace (so the kernel places
+   one: docs/workspace.md). */
 const uint32_t df_plan_features = DF_FEATURES_ALL;
 const df_plan_records df_embedded_plan = {0};
+const uint32_t df_handler_workspace_bytes = 4096;
 
 void df_dispatch(uint32_t handler_id, const df_ctx *ctx) {
   if (handler_id != 0)
