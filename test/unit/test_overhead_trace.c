@@ -112,11 +112,11 @@ static void chain_phases(void **state) {
   contains(t, "Chain cluster, L = 32: CTAs 4 (ITER) and 5, edges 5..30 (26 edges)");
   contains(t, "| send issued -> mbarrier wait satisfied (two SMs) | send.END -> recv.CL_WAIT | "
               "26 | 700 | 700.0 | - (two SMs) | - |");
-  contains(t, "| fence.proxy.async + receive bar.sync | recv.CL_WAIT -> recv.CL_SYNC | 26 | 100 "
+  contains(t, "| receive bar.sync | recv.CL_WAIT -> recv.CL_SYNC | 26 | 100 "
               "| 100.0 | 200 | 100.0 |");
   contains(t, "| handler (one-input REDUCE, thread 0 adds) | recv.H_BEGIN -> recv.H_END | 26 | "
               "200 | 200.0 | 400 | 200.0 |");
-  contains(t, "| cluster send issue (expect_tx, fence, bulk copy, commit) | recv.POST_SYNC -> "
+  contains(t, "| cluster send issue (bulk copy, arrive.expect_tx, commit) | recv.POST_SYNC -> "
               "recv.END | 26 | 300 | 300.0 | 600 | 300.0 |");
   contains(t, "| **one edge (sender END -> receiver END)** | send.END -> recv.END | 26 | 1430 |");
   contains(t, "Sum of the phase medians: 1430 ns; median of the whole (last row): 1430 ns (the "
