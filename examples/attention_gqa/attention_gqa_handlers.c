@@ -22,7 +22,13 @@
    online softmax in fp32 once per step, the next step's loads in flight
    during this one's compute. Warps merge through static shared memory in a
    fixed order (so results are bitwise reproducible). See step() for the
-   fragment mapping. */
+   fragment mapping.
+
+   -DKV_STAGES=S (S >= 2) builds the staged partial instead: the same
+   loads as cp.async copies into a ring of S steps per warp in the handler
+   workspace (the declaration needs df.workspace_bytes), S - 1 steps in
+   flight, one register buffer, the warps merging through their rings
+   (README.md; group arithmetic at the loop). */
 #include <stdbool.h>
 
 #include "df/device.h"
@@ -362,7 +368,8 @@ static inline void read_step(uint32_t st, uint32_t *k, uint32_t *v) {
    but it keeps the staged build correct without the ring and without
    raising its register count to the double-buffered path's. */
 static void partial_one_warp(const df_ctx *ctx, warp_state *st, const uint32_t *qf,
-                             const _Float16 *Kt, const _Float16 *Vt, gqa_inter *out, uint32_t lane) {
+                             const _Float16 *Kt, const _Float16 *Vt, gqa_inter *out,
+                             uint32_t lane) {
   const uint32_t begin = df_ctx_range_begin(ctx), end = df_ctx_range_end(ctx), last = end - 1;
   const uint32_t g = lane >> 2, t = lane & 3;
   uint32_t k[32], v[32];
