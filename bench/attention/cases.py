@@ -8,8 +8,10 @@ and HBM edge) and taking the smallest modelled makespan (df-schedule
 block-size=auto runs the same model and search in lib/Plan/split_auto.c and
 picks the same plans, test/unit/test_split.c); every plan's reduces take at
 most FAN_IN inputs (reduce trees, not modelled). Each case also lists
-alternative plans (`alts`: df-schedule even-split, and round_robin for the
-skewed batches) that bench.py measures on the same inputs.
+alternative plans (`alts`: df-schedule even-split, round_robin for the
+skewed batches, and the case's plan with the staged partial handler,
+`cflags` -DKV_STAGES=S and a workspace of `workspace_bytes`) that bench.py
+measures on the same inputs.
 
 usage: cases.py OUT.json   (also prints one line per case)"""
 import heapq
@@ -181,9 +183,9 @@ def cases():
         # with the reference's round_robin placement and queue order.
         alts = c["alts"] = []
 
-        def alt(suffix, schedule, block, model_us, opts):
+        def alt(suffix, schedule, block, model_us, opts, **extra):
             alts.append({"name": c["name"] + suffix, "schedule": schedule, "block": block,
-                         "model_us": model_us, "opts": opts})
+                         "model_us": model_us, "opts": opts, **extra})
         alt(".even", "even", EVEN_GRAN, even_model(tl, SMS, False), even_opts(SMS, False))
         if c["name"].startswith("s"):
             block, _, t = choose(tl, ("rr",))
@@ -192,6 +194,15 @@ def cases():
             # the same plan with one reduce per task taking every partial
             alt(".fan0", c["schedule"] + ", one reduce", c["block"], c["model_us"],
                 sched_opts(*SCHEDULES[c["schedule"]]))
+        if c["name"].startswith("u") or c["name"] == "s16":
+            # the case's plan with the partial's K/V staged through a
+            # shared-memory ring of S warp steps (handlers built with
+            # -DKV_STAGES=S; the partial declares a workspace of
+            # STAGED_WARPS rings of S x 8 KB)
+            for S in STAGES:
+                alt(f".st{S}", c["schedule"] + f", {S}-stage ring", c["block"], c["model_us"],
+                    c["opts"], cflags=f"-DKV_STAGES={S}",
+                    workspace_bytes=STAGED_WARPS * S * STAGE_BYTES)
         if c["name"] == "u1x128k":
             # fewer, longer pieces (66 SMs, ~8 inputs per reduce) and twice as
             # many (two waves, ~33 inputs per reduce): how much the
@@ -210,6 +221,9 @@ def cases():
 
 
 FAN_IN = 4        # most inputs per reduce (df-schedule reduce-fan-in)
+STAGES = (2, 3)   # ring depths of the staged partial's alternatives (.st2, .st3)
+STAGED_WARPS = 8  # bench.py's 256 threads
+STAGE_BYTES = 8192  # one warp step of K and V (32 lanes x 16 chunks x 16 B)
 EVEN_GRAN = 16    # keys: the partial handler's warp step
 EVEN_COST = 256   # keys per task: ~ITER_US + reduce + finalize of an SM's stream
 

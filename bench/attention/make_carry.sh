@@ -7,7 +7,9 @@
 # KV capacity. Plans: 132 SMs, cluster 2, all_at_once with the placement the
 # model of cases.py prefers (round_robin, + defer-reduces, + balance-iters),
 # per-CTA shared layout, HBM staging copies; plus each case's alternative
-# plans (cases.json "alts": even-split, round_robin), same kernel.
+# plans (cases.json "alts": even-split, round_robin, same kernel; CASE.stS:
+# the case's plan with handlers built with -DKV_STAGES=S, the program's
+# partial declaring df.workspace_bytes = the alt's workspace_bytes).
 # usage: bench/attention/make_carry.sh DIR    (then, on the GPU machine:
 #        bash bench/attention/run.sh DIR OUT)
 set -euo pipefail
@@ -22,21 +24,42 @@ import json, sys
 for c in json.load(open(sys.argv[1])):
     per_task = ",".join(str(n) for n in c["lens"] for _ in range(8))
     for p in [c] + c.get("alts", []):
-        print(p["name"], c["lmax"], p["block"], c["cflags"] or "-", len(c["lens"]), per_task,
-              p["opts"])
+        extra = " ".join(f for f in (c["cflags"], p.get("cflags", "")) if f) or "-"
+        print(p["name"], c["lmax"], p["block"], extra, p.get("workspace_bytes", 0),
+              len(c["lens"]), per_task, p["opts"], sep="\t")
 PY
-while read -r name lmax block extra seqs lens opts; do
+while IFS=$'\t' read -r name lmax block extra ws seqs lens opts; do
   [ "$extra" = - ] && extra=""
   bc="$tmp/gqa_$lmax${extra//[^A-Za-z0-9]/_}.bc"
   # shellcheck disable=SC2086 # extra: compiler flags of a variant
   [ -e "$bc" ] || clang-22 "${cflags[@]}" -DGQA_LMAX="${lmax}u" $extra "$gqa/attention_gqa_handlers.c" -o "$bc"
-  plan_files "$name" "$gqa/attention_gqa.mlir" "$bc" \
+  prog="$gqa/attention_gqa.mlir"
+  if [ "$ws" != 0 ]; then
+    # The staged partial (-DKV_STAGES) keeps its K/V ring in the handler
+    # workspace: a copy of the program whose partial declares it.
+    prog="$tmp/attention_gqa_ws$ws.mlir"
+    [ -e "$prog" ] || workspace_program "$gqa/attention_gqa.mlir" gqa_partial "$ws" >"$prog"
+  fi
+  plan_files "$name" "$prog" "$bc" \
     "sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once $opts" \
     "per-cta-shared=true"
   echo "$name: $("$bin/df-translate" --df-plan-dump "$dir/$name.dfplan" | grep -E "^counts|^  shared_memory_bytes" \
     | sed -E 's/ (slots|args|input_slots|task_coords|handlers|primary_handlers|operators|types)=[0-9]+//g' | tr '\n' ' ')"
+  # A kernel whose ctx.workspace is NULL for certain (a df without
+  # df.workspace_bytes support) keeps only the staged partial's one-warp
+  # fallback: the optimizer drops the ring path and its cp.async copies.
+  if [ "$ws" != 0 ] && ! grep -q "cp\.async\.cg\.shared\.global" "$dir/$name.ptx"; then
+    echo "  warning: $name: the kernel has no handler workspace (df.workspace_bytes not supported by"
+    echo "  this df?): its staged partial runs the one-warp fallback, not the ring"
+  fi
 done <"$tmp/list"
 if command -v ptxas >/dev/null; then
-  ptxas -arch=sm_90a -v "$dir/$(head -1 "$tmp/list" | cut -d' ' -f1).ptx" -o "$tmp/k.cubin" 2>&1 | grep -E "registers|spill"
+  # the first case's kernel and its staged variants: registers, spills
+  first="$(head -1 "$tmp/list" | cut -f1)"
+  for name in "$first" "$first".st2 "$first".st3; do
+    [ -e "$dir/$name.ptx" ] || continue
+    echo "$name: $(ptxas -arch=sm_90a -v "$dir/$name.ptx" -o "$tmp/k.cubin" 2>&1 | grep -E "registers|spill" \
+      | tr -s ' \n' ' ')"
+  done
 fi
 du -sh "$dir"

@@ -22,7 +22,13 @@
    online softmax in fp32 once per step, the next step's loads in flight
    during this one's compute. Warps merge through static shared memory in a
    fixed order (so results are bitwise reproducible). See step() for the
-   fragment mapping. */
+   fragment mapping.
+
+   -DKV_STAGES=S (S >= 2) builds the staged partial instead: the same
+   loads as cp.async copies into a ring of S steps per warp in the handler
+   workspace (the declaration needs df.workspace_bytes), S - 1 steps in
+   flight, one register buffer, the warps merging through their rings
+   (README.md; group arithmetic at the loop). */
 #include <stdbool.h>
 
 #include "df/device.h"
@@ -105,10 +111,13 @@ static inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
   return r;
 }
 
+#ifndef KV_STAGES
 static __attribute__((address_space(3))) float red_o[MAX_WARPS][G][D];
 static __attribute__((address_space(3))) float red_m[MAX_WARPS][G];
 static __attribute__((address_space(3))) float red_l[MAX_WARPS][G];
+#endif
 
+#ifndef KV_STAGES
 /* L2 prefetch of a later step: one 256-byte row per lane (lanes 0-15 K,
    16-31 V), rows past the range end skipped. Nothing lands in registers,
    so the bytes in flight per SM are not bounded by the register file. */
@@ -120,6 +129,7 @@ static inline void prefetch_step(const _Float16 *Kt, const _Float16 *Vt, uint32_
     __asm__ volatile("cp.async.bulk.prefetch.L2.global [%0], 256;" ::"l"(p) : "memory");
   }
 }
+#endif
 
 /* Loads of one warp step (STEP keys from pos; rows past the range end
    read the last row, whose scores are masked): lane (g, t) holds
@@ -194,6 +204,7 @@ static inline void step(warp_state *st, const uint32_t *k, const uint32_t *v, co
   }
 }
 
+#ifndef KV_STAGES
 void gqa_partial(const df_ctx *ctx) {
   const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
   const uint32_t begin = df_ctx_range_begin(ctx), end = df_ctx_range_end(ctx);
@@ -285,6 +296,220 @@ void gqa_partial(const df_ctx *ctx) {
   }
   df_ctx_barrier(ctx); /* the static arrays are free for the next call */
 }
+#else /* KV_STAGES: K/V through a shared-memory ring (cp.async) */
+
+#if KV_STAGES < 2
+#error "KV_STAGES is the ring depth in warp steps and must be at least 2"
+#endif
+#if AHEAD
+#error "AHEAD (L2 bulk prefetch) is for the register path only, not with KV_STAGES"
+#endif
+
+#define SHARED __attribute__((address_space(3)))
+#define CHUNK_BYTES 512                      /* one 16-byte chunk of each of a warp's 32 lanes */
+#define STAGE_BYTES (16 * CHUNK_BYTES)       /* one warp step: 8 chunks of K, 8 of V (8 KB) */
+#define RING_BYTES (KV_STAGES * STAGE_BYTES) /* one warp's ring */
+
+/* A warp's share of the merge, written over its own ring after its loop. */
+typedef struct warp_red {
+  float o[G][D];
+  float m[G], l[G];
+} warp_red;
+_Static_assert(sizeof(warp_red) <= RING_BYTES, "a warp's merge record fits in its ring");
+
+static inline SHARED warp_red *red_of(uint8_t *ws, uint32_t warp) {
+  return (SHARED warp_red *)(ws + (uint64_t)warp * RING_BYTES);
+}
+/* The shared-window address of a generic pointer into shared memory. */
+static inline uint32_t shared_addr(void *p) { return (uint32_t)(uint64_t)(SHARED void *)p; }
+
+/* 16 bytes global -> shared, not through L1; the L2 fetches the whole
+   256-byte row. Completion: cp.async.wait_group of the issuing thread. */
+static inline void cp16(uint32_t dst, const _Float16 *src) {
+  __asm__ volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src)
+                   : "memory");
+}
+static inline void cp_commit(void) { __asm__ volatile("cp.async.commit_group;" ::: "memory"); }
+#define CP_WAIT(n) __asm__ volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
+static inline void lds16(uint32_t a, uint32_t *r) {
+  __asm__ volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                   : "r"(a)
+                   : "memory");
+}
+
+/* load_step's 16 chunks into a stage (st: the stage's address + 16 * lane):
+   chunk c at st + 512 c; K chunk c = 4u + j is k[4c..4c+3] of load_step,
+   V chunk 8 + c (c = 2i + h) is v[4c..4c+3]. Same rows, same clamp. */
+static inline void issue_step(uint32_t st, const _Float16 *Kt, const _Float16 *Vt, uint32_t pos,
+                              uint32_t last, uint32_t g, uint32_t t) {
+  _Pragma("unroll") for (int u = 0; u < 2; u++) {
+    uint32_t key = pos + 8 * u + g;
+    const _Float16 *p = Kt + (uint64_t)(key < last ? key : last) * (HKV * D);
+    _Pragma("unroll") for (int j = 0; j < 4; j++)
+      cp16(st + (4 * u + j) * CHUNK_BYTES, p + (4 * j + t) * 8);
+  }
+  _Pragma("unroll") for (int i = 0; i < 4; i++) {
+    uint32_t key = pos + 2 * t + (i & 1) + 8 * (i >> 1);
+    const _Float16 *p = Vt + (uint64_t)(key < last ? key : last) * (HKV * D);
+    cp16(st + (8 + 2 * i) * CHUNK_BYTES, p + g * 8);
+    cp16(st + (9 + 2 * i) * CHUNK_BYTES, p + (g + 8) * 8);
+  }
+}
+static inline void read_step(uint32_t st, uint32_t *k, uint32_t *v) {
+  _Pragma("unroll") for (int c = 0; c < 8; c++) {
+    lds16(st + c * CHUNK_BYTES, k + 4 * c);
+    lds16(st + (8 + c) * CHUNK_BYTES, v + 4 * c);
+  }
+}
+
+/* Without a workspace big enough for one warp's ring: warp 0 alone, one
+   register buffer (load, then compute), writing the output itself. Slow,
+   but it keeps the staged build correct without the ring and without
+   raising its register count to the double-buffered path's. */
+static void partial_one_warp(const df_ctx *ctx, warp_state *st, const uint32_t *qf,
+                             const _Float16 *Kt, const _Float16 *Vt, gqa_inter *out,
+                             uint32_t lane) {
+  const uint32_t begin = df_ctx_range_begin(ctx), end = df_ctx_range_end(ctx), last = end - 1;
+  const uint32_t g = lane >> 2, t = lane & 3;
+  uint32_t k[32], v[32];
+  for (uint32_t pos = begin; pos < end; pos += STEP) {
+    load_step(k, v, Kt, Vt, pos, last, g, t);
+    step(st, k, v, qf, pos, end, t);
+  }
+  st->l += bfly(st->l, 1);
+  st->l += bfly(st->l, 2);
+  /* O^T columns 2t, 2t+1 are heads whose sums live in lanes 8t, 8t+4. */
+  float la = from_lane(st->l, 8 * t), lb = from_lane(st->l, 8 * t + 4);
+  if (t < 2)
+    _Pragma("unroll") for (int mt = 0; mt < 8; mt++) {
+      uint32_t da = 8 * g + mt, db = 64 + 8 * g + mt;
+      out->o[2 * t][da] = (_Float16)(st->o[mt][0] / la);
+      out->o[2 * t + 1][da] = (_Float16)(st->o[mt][1] / lb);
+      out->o[2 * t][db] = (_Float16)(st->o[mt][2] / la);
+      out->o[2 * t + 1][db] = (_Float16)(st->o[mt][3] / lb);
+    }
+  if (t == 0 && g < G)
+    out->lse[g] = (st->m + lg2(st->l)) * LN2;
+}
+
+void gqa_partial(const df_ctx *ctx) {
+  const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
+  const uint32_t begin = df_ctx_range_begin(ctx), end = df_ctx_range_end(ctx);
+  const _Float16 *Q = (const _Float16 *)df_ctx_tensor(ctx, 0);
+  const _Float16 *Kt = (const _Float16 *)df_ctx_tensor(ctx, 1) + kv_row(seq, 0, hk);
+  const _Float16 *Vt = (const _Float16 *)df_ctx_tensor(ctx, 2) + kv_row(seq, 0, hk);
+  gqa_inter *out = df_ctx_output(ctx);
+  uint8_t *ws = df_ctx_workspace(ctx);
+  const uint32_t tid = df_ctx_thread(ctx);
+  /* As many warps as have a ring in the workspace (at most MAX_WARPS). */
+  uint32_t warps = df_ctx_threads(ctx) >> 5;
+  warps = warps > MAX_WARPS ? MAX_WARPS : warps;
+  if (ws == 0) /* no workspace: df.workspace_bytes not declared or not supported */
+    warps = 0;
+  else if (warps > df_ctx_workspace_bytes(ctx) / RING_BYTES)
+    warps = df_ctx_workspace_bytes(ctx) / RING_BYTES;
+  const uint32_t warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const bool active = warp < warps;
+
+  uint32_t qf[16];
+  if (g < G) {
+    const _Float16 *q = Q + ((uint64_t)seq * HQ + hk * G + g) * D;
+    _Pragma("unroll") for (int j = 0; j < 4; j++) ldg16(q + (4 * j + t) * 8, qf + 4 * j);
+  } else {
+    _Pragma("unroll") for (int i = 0; i < 16; i++) qf[i] = 0;
+  }
+  warp_state st;
+  st.m = -__builtin_inff();
+  st.l = 0.0f;
+  _Pragma("unroll") for (int mt = 0; mt < 8; mt++)
+    _Pragma("unroll") for (int e = 0; e < 4; e++) st.o[mt][e] = 0.0f;
+
+  if (warps == 0) {
+    if (warp == 0)
+      partial_one_warp(ctx, &st, qf, Kt, Vt, out, lane);
+    df_ctx_barrier(ctx);
+    return;
+  }
+
+  /* Warp w takes steps w, w + warps, ... (its steps n = 0, 1, ...), step n
+     in stage n % KV_STAGES of its ring. Group arithmetic (per thread; every
+     branch depends on the warp only): the prologue commits KV_STAGES - 1
+     groups, steps 0 .. KV_STAGES - 2, and iteration n one more, step
+     n + KV_STAGES - 1, so group m always holds step m (empty when step m
+     is past the range end: the count stays uniform). Before iteration n
+     reads, n + KV_STAGES groups are committed; cp.async.wait_group
+     (KV_STAGES - 1) leaves at most the newest KV_STAGES - 1 pending, so
+     groups 0 .. n, step n included, are complete. Iteration n writes
+     stage (n - 1) % KV_STAGES, which iteration n - 1 read into registers
+     and step n - 1 consumed, and KV_STAGES - 1 steps are in flight while
+     step n computes. Each lane reads back only the bytes it copied, so
+     its own wait orders the copy before the read: no warp barrier. */
+  const uint32_t stride = STEP * warps, last = end - 1;
+  uint32_t k[32], v[32];
+  if (active) {
+    const uint32_t ring = shared_addr(ws) + warp * RING_BYTES + lane * 16;
+    uint32_t pos = begin + STEP * warp, next = pos, rd = 0, wr = KV_STAGES - 1;
+    _Pragma("unroll") for (uint32_t s = 0; s + 1 < KV_STAGES; s++) {
+      if (next < end)
+        issue_step(ring + s * STAGE_BYTES, Kt, Vt, next, last, g, t);
+      cp_commit();
+      next += stride;
+    }
+    for (; pos < end; pos += stride) {
+      if (next < end)
+        issue_step(ring + wr * STAGE_BYTES, Kt, Vt, next, last, g, t);
+      cp_commit();
+      next += stride;
+      CP_WAIT(KV_STAGES - 1);
+      read_step(ring + rd * STAGE_BYTES, k, v);
+      step(&st, k, v, qf, pos, end, t);
+      rd = rd + 1 == KV_STAGES ? 0 : rd + 1;
+      wr = wr + 1 == KV_STAGES ? 0 : wr + 1;
+    }
+    /* The groups left are empty; then every lane's copies into the ring
+       are done before any lane writes its merge record over them. */
+    __asm__ volatile("cp.async.wait_all;" ::: "memory");
+    __nvvm_bar_warp_sync(0xffffffffu);
+  }
+  st.l += bfly(st.l, 1);
+  st.l += bfly(st.l, 2);
+  if (active) {
+    SHARED warp_red *r = red_of(ws, warp);
+    if (t == 0 && g < G) {
+      r->m[g] = st.m;
+      r->l[g] = st.l;
+    }
+    if (t < 2)
+      _Pragma("unroll") for (int mt = 0; mt < 8; mt++) {
+        uint32_t da = 8 * g + mt, db = 64 + 8 * g + mt;
+        r->o[2 * t][da] = st.o[mt][0];
+        r->o[2 * t + 1][da] = st.o[mt][1];
+        r->o[2 * t][db] = st.o[mt][2];
+        r->o[2 * t + 1][db] = st.o[mt][3];
+      }
+  }
+  df_ctx_barrier(ctx);
+  /* Warps in a fixed order: deterministic. */
+  for (uint32_t idx = tid; idx < G * D; idx += df_ctx_threads(ctx)) {
+    uint32_t h = idx / D, d = idx % D;
+    float M = -__builtin_inff();
+    for (uint32_t w = 0; w < warps; w++)
+      M = fmaxf_(M, red_of(ws, w)->m[h]);
+    float L = 0.0f, O = 0.0f;
+    for (uint32_t w = 0; w < warps; w++) {
+      SHARED warp_red *r = red_of(ws, w);
+      float a = weight(r->m[h], M);
+      L += r->l[h] * a;
+      O += r->o[h][d] * a;
+    }
+    out->o[h][d] = (_Float16)(O / L);
+    if (d == 0)
+      out->lse[h] = (M + lg2(L)) * LN2;
+  }
+  df_ctx_barrier(ctx); /* the workspace is free for the next handler */
+}
+#endif
 
 static inline float fexp(float x) { return ex2(x * LOG2E); }
 static inline float flog(float x) { return lg2(x) * LN2; }

@@ -29,5 +29,23 @@ plan_files() {
   kernel_and_blob "$name" "$tmp/$name.mlir" "$bc"
 }
 
+# workspace_program PROGRAM HANDLER BYTES: PROGRAM on stdout with
+# `df.workspace_bytes = BYTES` added to the attributes of HANDLER's
+# declaration (`func.func private @HANDLER`), which must have some.
+workspace_program() {
+  python3 - "$@" <<'PY'
+import re, sys
+prog, handler, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+text = open(prog).read()
+decl = re.search(r"func\.func\s+private\s+@" + re.escape(handler) + r"\s*\(", text)
+at = text.find("attributes {", decl.end()) if decl else -1
+nxt = text.find("func.func", decl.end()) if decl else -1
+if at < 0 or (0 <= nxt < at):
+    sys.exit(f"workspace_program: {prog}: no attributes on the declaration of @{handler}")
+at += len("attributes {")
+sys.stdout.write(text[:at] + f"df.workspace_bytes = {n}, " + text[at:])
+PY
+}
+
 # rep N X: X repeated N times, comma-separated
 rep() { python3 -c "import sys; print(','.join([sys.argv[2]] * int(sys.argv[1])))" "$1" "$2"; }
