@@ -42,7 +42,6 @@ static void recv_copy(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
       df_rt_poll_flag(rt, df_comm_flag(&c[j], dst), c[j].flag_epoch);
     }
   df_ptx_bar_sync();
-  df_rt_warm_records(rt); /* the polls' acquires emptied L1 */
   for (uint32_t j = 0; j < g; j++) {
     const df_abi_slot *src = df_rt_slot(rt, c[j].src_slot_id);
     const df_abi_slot *dst = df_rt_slot(rt, c[j].dst_slot_id);
@@ -195,7 +194,6 @@ static void recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   if (!count)
     return;
   df_ptx_bar_sync();
-  df_rt_warm_records(rt);
   batch_copy(rt, c, n);
   if (df_rt_leader(rt))
     for (uint32_t i = 0; i < n; i++) {

@@ -61,7 +61,6 @@ static df_rt rt_make(const df_abi_slot *slots, const df_abi_comm *comms, uint8_t
   rt.pend_hi = rt.new_hi = 0;
   rt.progress = (volatile uint32_t *)0;
   rt.abort_req = (volatile uint32_t *)0;
-  rt.warm_line = (const void *)0;
 #ifdef DF_RT_TRACE
   rt.trace = (uint64_t *)0;
 #endif
@@ -212,10 +211,8 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     df_rt_source_guard(&rt, a, c, n);
     if (kinds & DF_KIND_BIT(DF_COMM_CLUSTER_RECV))
       df_rt_cluster_recv(&rt, c, n);
-    if (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT))) {
-      df_rt_gather_records(&rt, a, c, n, input_slots, task_coords);
+    if (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT)))
       df_rt_hbm_recv(&rt, c, n);
-    }
 
     if (handler_id != DF_SENTINEL) {
       ctx.args = a;

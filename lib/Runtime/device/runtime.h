@@ -47,9 +47,6 @@ typedef struct df_rt {
      abort word, both NULL without a watchdog. */
   volatile uint32_t *progress;
   volatile uint32_t *abort_req;
-  /* Lanes of warp 0: one record line each of the current HBM-receiving
-     instruction (records.c); NULL = none. */
-  const void *warm_line;
 #ifdef DF_RT_TRACE
   /* This instruction's stamps in df_rt_trace_buf, NULL past the traced
      CTAs and instructions (df/rt_trace.h). */
@@ -208,19 +205,8 @@ DF_RT uint64_t df_gaddr(const void *p) {
   return (uint64_t)(uintptr_t)(const __attribute__((address_space(1))) void *)p;
 }
 
-/* Load this lane's gathered record line into L1 (records.c): an nc load
-   whose register nobody reads, so no thread waits for it. */
-DF_RT void df_rt_warm_records(const df_rt *rt) {
-  if (rt->warm_line)
-    __asm__ __volatile__("{\n\t.reg .b32 w;\n\tld.global.nc.b32 w, [%0];\n\t}" ::"l"(
-                             df_gaddr(rt->warm_line))
-                         : "memory");
-}
-
 /* ---- phases (one file each) --------------------------------------------------- */
 
-void df_rt_gather_records(df_rt *rt, const df_abi_args *a, const df_abi_comm *c, uint32_t n,
-                          const uint32_t *input_slots, const uint32_t *task_coords);
 void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_count);
 void df_rt_finish(const df_rt *rt);
 void df_rt_copy(const df_rt *rt, uint8_t *dst, const uint8_t *src, uint32_t n);
