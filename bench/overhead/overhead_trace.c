@@ -17,7 +17,7 @@
 
 static const char *const point_name[DF_RT_TRACE_POINTS] = {
     "TOP", "CL_WAIT", "CL_SYNC", "HBM_FLAG", "HBM_DONE",
-    "H_BEGIN", "H_END", "POST_SYNC", "HBM_STAGED", "END"};
+    "H_BEGIN", "H_END", "POST_SYNC", "SEND_MID", "END"};
 
 /* One instruction of one CTA. */
 typedef struct ref {
@@ -300,12 +300,14 @@ int ov_trace_chain(FILE *out, const uint64_t *buf, uint32_t ctas, const char *ki
   ph[np++] = (phase){"post-handler fence + bar.sync", 1, DF_RT_TRACE_H_END, 1,
                      DF_RT_TRACE_POST_SYNC};
   if (cluster) {
-    ph[np++] = (phase){"cluster send issue (bulk copy, arrive.expect_tx, commit)", 1,
-                       DF_RT_TRACE_POST_SYNC, 1, DF_RT_TRACE_END};
+    ph[np++] = (phase){"cluster send: records, mapa, bulk copy issue", 1, DF_RT_TRACE_POST_SYNC,
+                       1, DF_RT_TRACE_SEND_MID};
+    ph[np++] = (phase){"cluster send: remote arrive.expect_tx, commit, source ranges", 1,
+                       DF_RT_TRACE_SEND_MID, 1, DF_RT_TRACE_END};
   } else {
     ph[np++] = (phase){"HBM send: staging copy + bar.sync", 1, DF_RT_TRACE_POST_SYNC, 1,
-                       DF_RT_TRACE_HBM_STAGED};
-    ph[np++] = (phase){"HBM send: release store(s)", 1, DF_RT_TRACE_HBM_STAGED, 1,
+                       DF_RT_TRACE_SEND_MID};
+    ph[np++] = (phase){"HBM send: release store(s)", 1, DF_RT_TRACE_SEND_MID, 1,
                        DF_RT_TRACE_END};
   }
   ph[np++] = (phase){"one edge (sender END -> receiver END)", 0, DF_RT_TRACE_END, 1,

@@ -28,7 +28,8 @@
    | 5 | H_BEGIN    | just before df_dispatch (the handler)                             |
    | 6 | H_END      | just after df_dispatch                                            |
    | 7 | POST_SYNC  | after the post-handler fence + bar.sync                           |
-   | 8 | HBM_STAGED | HBM send: staging copy + bar.sync done, before the release stores |
+   | 8 | SEND_MID   | HBM send: staging copy + bar.sync done, before the release stores; |
+   |   |            | cluster send: the first bulk copy issued, before its remote arrive |
    | 9 | END        | end of the instruction: every send issued (bulk copies committed, |
    |   |            | release stores done), before the loop back                        | */
 #ifndef DF_RT_TRACE_H
@@ -48,7 +49,7 @@ enum {
   DF_RT_TRACE_H_BEGIN = 5,
   DF_RT_TRACE_H_END = 6,
   DF_RT_TRACE_POST_SYNC = 7,
-  DF_RT_TRACE_HBM_STAGED = 8,
+  DF_RT_TRACE_SEND_MID = 8,
   DF_RT_TRACE_END = 9,
   DF_RT_TRACE_POINTS = 10,
 };

@@ -39,6 +39,7 @@ static void cluster_send(const df_rt *rt, const df_abi_comm *c) {
      barrier (kernel.c): no proxy fence here. */
   if (bytes)
     df_ptx_bulk_s2c(rdst, rt->smem_addr + df_rt_slot_smem(rt, src) + off, bytes, rbar);
+  DF_RT_TRACE_AT(rt, DF_RT_TRACE_SEND_MID);
   if (c->segment_count > 1 && c->segment_id + 1 < c->segment_count)
     df_ptx_mbar_remote_expect_tx(rbar, bytes);
   else
@@ -129,7 +130,7 @@ void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
      leader's release stores, which are cumulative: no per-thread gpu
      fence is needed. */
   df_ptx_bar_sync();
-  DF_RT_TRACE_AT(rt, DF_RT_TRACE_HBM_STAGED);
+  DF_RT_TRACE_AT(rt, DF_RT_TRACE_SEND_MID);
   if (df_rt_leader(rt))
     for (uint32_t i = 0; i < n; i++) {
       if (c[i].kind != DF_COMM_HBM_SEND)
