@@ -194,15 +194,24 @@ def cases():
             # the same plan with one reduce per task taking every partial
             alt(".fan0", c["schedule"] + ", one reduce", c["block"], c["model_us"],
                 sched_opts(*SCHEDULES[c["schedule"]]))
-        if c["name"].startswith("u") or c["name"] == "s16":
+        if c["name"] == "u8x32k":
             # the case's plan with the partial's K/V staged through a
             # shared-memory ring of S warp steps (handlers built with
             # -DKV_STAGES=S; the partial declares a workspace of
-            # STAGED_WARPS rings of S x 8 KB)
+            # STAGED_WARPS rings of S x 8 KB). Run H: 30 % slower than the
+            # register path at S = 2 and 3 in every case, so only u8x32k
+            # keeps them (bench/README.md)
             for S in STAGES:
                 alt(f".st{S}", c["schedule"] + f", {S}-stage ring", c["block"], c["model_us"],
                     c["opts"], cflags=f"-DKV_STAGES={S}",
                     workspace_bytes=STAGED_WARPS * S * STAGE_BYTES)
+        if c["name"] in ("s32", "s16"):
+            # the case's schedule at other block sizes than the model's
+            # choice (its per-partial cost is a guess)
+            for b in (2048, 3072, 4096):
+                if b != c["block"]:
+                    alt(f".b{b}", c["schedule"], b, makespan(tl, b, *SCHEDULES[c["schedule"]])[0],
+                        c["opts"])
         if c["name"] == "u1x128k":
             # fewer, longer pieces (66 SMs, ~8 inputs per reduce) and twice as
             # many (two waves, ~33 inputs per reduce): how much the
