@@ -28,7 +28,8 @@
    loads as cp.async copies into a ring of S steps per warp in the handler
    workspace (the declaration needs df.workspace_bytes), S - 1 steps in
    flight, one register buffer, the warps merging through their rings
-   (README.md; group arithmetic at the loop). */
+   (README.md; group arithmetic at the loop). Measured ~30 % slower than
+   the register path on the H200 (bench/README.md, run H): off by default. */
 #include <stdbool.h>
 
 #include "df/device.h"
