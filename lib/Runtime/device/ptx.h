@@ -49,9 +49,6 @@ DF_PTX void df_ptx_cluster_sync(void) {
 DF_PTX void df_ptx_fence_mbarrier_init(void) {
   __asm__ __volatile__("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
-DF_PTX void df_ptx_fence_proxy_async(void) {
-  __asm__ __volatile__("fence.proxy.async;" ::: "memory");
-}
 /* Orders this thread's generic shared accesses with later/earlier bulk
    copies (the async proxy) touching the same bytes. */
 DF_PTX void df_ptx_fence_proxy_async_shared(void) {
