@@ -30,7 +30,21 @@ config.substitutions.append(
                                       "df_device_runtime_trace.bc")))
 config.substitutions.append(("%ptxas", config.ptxas or "ptxas"))
 
-if config.ptxas and os.path.exists(config.ptxas):
+def ptxas_release(path):
+    """(major, minor) of a ptxas binary, or None."""
+    import re
+    import subprocess
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"release (\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+# Kernels are PTX ISA 8.6 (docs/codegen.md): only CUDA 12.8+ ptxas takes them.
+if config.ptxas and os.path.exists(config.ptxas) and (ptxas_release(config.ptxas) or (0, 0)) >= (12, 8):
     config.available_features.add("ptxas")
 
 # Build-tree helpers (input/reference generators of the runtime tests).
