@@ -35,6 +35,27 @@ void df_rt_cluster_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
    arrives once on the receive barrier, so the barrier's phases advance
    exactly as when the bulk path or a cluster send completes them. */
 static void recv_copy(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
+  if (g == 1) {
+    /* One segment (the common case): its records are read before the
+       poll, whose acquire empties L1 (SASS CCTL.IVALL); read after it,
+       they cost two dependent L2 round trips before the copy could start
+       (bench/overhead trace). */
+    const df_abi_slot *src = df_rt_slot(rt, c->src_slot_id);
+    const df_abi_slot *dst = df_rt_slot(rt, c->dst_slot_id);
+    const uint32_t off = c->byte_offset, bytes = df_comm_bytes(c, src, dst);
+    uint8_t *to = df_rt_slot_ptr(rt, dst) + off;
+    const uint8_t *from = rt->staging + dst->global_offset + off;
+    const uint32_t b = df_comm_barrier(c, dst);
+    if (df_rt_leader(rt)) {
+      df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, c), c->flag_epoch);
+      df_rt_poll_flag(rt, df_comm_flag(c, dst), c->flag_epoch);
+    }
+    df_ptx_bar_sync();
+    df_rt_copy(rt, to, from, bytes);
+    if (df_rt_leader(rt) && b != DF_SENTINEL)
+      df_ptx_mbar_arrive(df_rt_bar_addr(rt, b));
+    return;
+  }
   if (df_rt_leader(rt))
     for (uint32_t j = 0; j < g; j++) {
       const df_abi_slot *dst = df_rt_slot(rt, c[j].dst_slot_id);

@@ -105,13 +105,88 @@ static void send_segment_bulk(const df_rt *rt, const df_abi_comm *c) {
   df_ptx_st_release_gpu(df_gaddr(&rt->flags[df_comm_flag(c, dst)]), c->flag_epoch);
 }
 
+/* HBM sends of an instruction that also receives over HBM, prepared
+   before its flag polls (df_rt_hbm_send_prepare): the polls' acquires
+   empty L1, after which reading the send's comm and slot records cost two
+   dependent L2 round trips before the staging copy could start
+   (bench/overhead trace). Lane i of warp 0 writes send i's description;
+   the receive's block barriers publish it, every thread reads it after
+   the handler, and the next instruction's lanes overwrite it only after
+   the send's own block barrier. */
+#define DF_HBM_SEND_PRE 4u
+typedef struct hbm_send_desc {
+  uint64_t to, from, flag; /* generic staging and source pointers, flag address */
+  uint32_t bytes, epoch;
+} hbm_send_desc;
+static __attribute__((address_space(3))) hbm_send_desc hbm_desc[DF_HBM_SEND_PRE];
+
+bool df_rt_hbm_send_preparable(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  uint32_t sends = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (c[i].kind == DF_COMM_HBM_SEND) {
+      if (send_bulk(rt, &c[i]))
+        return false;
+      sends++;
+    }
+  return sends && sends <= DF_HBM_SEND_PRE;
+}
+
+void df_rt_hbm_send_prepare(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  for (uint32_t i = 0, j = 0; i < n; i++) {
+    if (c[i].kind != DF_COMM_HBM_SEND)
+      continue;
+    if (rt->tid == j) {
+      const df_abi_slot *src = df_rt_slot(rt, c[i].src_slot_id);
+      const df_abi_slot *dst = df_rt_slot(rt, c[i].dst_slot_id);
+      const uint32_t off = c[i].byte_offset;
+      hbm_desc[j].to = (uint64_t)(uintptr_t)(rt->staging + dst->global_offset + off);
+      hbm_desc[j].from = (uint64_t)(uintptr_t)(df_rt_slot_ptr(rt, src) + off);
+      hbm_desc[j].flag = df_gaddr(&rt->flags[df_comm_flag(&c[i], dst)]);
+      hbm_desc[j].bytes = df_comm_bytes(&c[i], src, dst);
+      hbm_desc[j].epoch = c[i].flag_epoch;
+    }
+    j++;
+  }
+}
+
+/* The prepared sends: the copies, the barrier, the leader's releases. */
+static void hbm_send_prepared(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  uint32_t sends = 0;
+  for (uint32_t i = 0; i < n; i++)
+    sends += c[i].kind == DF_COMM_HBM_SEND;
+  /* Everything read from the descriptions before the barrier: after it,
+     warp 0's lanes may already prepare the next instruction's. */
+  uint64_t flag[DF_HBM_SEND_PRE];
+  uint32_t epoch[DF_HBM_SEND_PRE];
+  _Pragma("unroll") for (uint32_t j = 0; j < DF_HBM_SEND_PRE; j++) {
+    if (j >= sends)
+      break;
+    flag[j] = hbm_desc[j].flag;
+    epoch[j] = hbm_desc[j].epoch;
+    df_rt_copy(rt, (uint8_t *)(uintptr_t)hbm_desc[j].to,
+               (const uint8_t *)(uintptr_t)hbm_desc[j].from, hbm_desc[j].bytes);
+  }
+  df_ptx_bar_sync();
+  DF_RT_TRACE_AT(rt, DF_RT_TRACE_SEND_MID);
+  if (df_rt_leader(rt))
+    _Pragma("unroll") for (uint32_t j = 0; j < DF_HBM_SEND_PRE; j++) {
+      if (j >= sends)
+        break;
+      df_ptx_st_release_gpu(flag[j], epoch[j]);
+    }
+}
+
 /* HBM sends: all threads copy each source to its staging bytes (nothing to
    copy for direct-global slots already there), barrier; then the leader
    publishes each epoch with a release store. Segments of tiled
    transfers take the bulk path instead; the CTA waits for it at a block
    barrier so that no later handler overwrites a source still being read. */
-void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n, bool prepared) {
   df_rt_mark(rt, DF_PHASE_HBM_SEND, df_rt_comm_index(rt, c), 0);
+  if (prepared) {
+    hbm_send_prepared(rt, c, n);
+    return;
+  }
   bool bulk = false;
   for (uint32_t i = 0; i < n; i++) {
     if (c[i].kind != DF_COMM_HBM_SEND)

@@ -211,6 +211,13 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     df_rt_source_guard(&rt, a, c, n);
     if (kinds & DF_KIND_BIT(DF_COMM_CLUSTER_RECV))
       df_rt_cluster_recv(&rt, c, n);
+    /* An instruction that receives and sends over HBM prepares its sends
+       before the receive polls empty L1 (comm_send.c). */
+    const bool hbm_prepared =
+        (kinds & DF_KIND_BIT(DF_COMM_HBM_SEND)) && (kinds & DF_KIND_BIT(DF_COMM_HBM_RECV)) &&
+        df_rt_hbm_send_preparable(&rt, c, n);
+    if (hbm_prepared)
+      df_rt_hbm_send_prepare(&rt, c, n);
     if (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT)))
       df_rt_hbm_recv(&rt, c, n);
 
@@ -238,7 +245,7 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
       df_rt_track_sends(&rt, c, n);
     }
     if (kinds & DF_KIND_BIT(DF_COMM_HBM_SEND))
-      df_rt_hbm_send(&rt, c, n);
+      df_rt_hbm_send(&rt, c, n, hbm_prepared);
     DF_RT_TRACE_AT(&rt, DF_RT_TRACE_END);
   }
 #ifdef DF_RT_TRACE

@@ -220,6 +220,8 @@ bool df_rt_hbm_bulk_post(const df_rt *rt, const df_abi_comm *c, uint32_t g, bool
 void df_rt_hbm_bulk_tiled(const df_rt *rt, const df_abi_comm *c, uint32_t g);
 void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch);
 void df_rt_cluster_send(const df_rt *rt, const df_abi_comm *c, uint32_t n);
-void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+bool df_rt_hbm_send_preparable(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+void df_rt_hbm_send_prepare(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n, bool prepared);
 
 #endif
