@@ -4,8 +4,6 @@
    caller orders the copy against its producers and consumers. */
 #include "runtime.h"
 
-typedef uint32_t df_v4u32 __attribute__((ext_vector_type(4)));
-
 void df_rt_copy(const df_rt *rt, uint8_t *dst, const uint8_t *src, uint32_t n) {
   if (dst == src || n == 0)
     return;

@@ -11,6 +11,9 @@
 
 #define DF_PTX static inline __attribute__((always_inline))
 
+/* Four 32-bit words: one 16-byte vector load or store. */
+typedef uint32_t df_v4u32 __attribute__((ext_vector_type(4)));
+
 /* ---- thread identity --------------------------------------------------- */
 
 DF_PTX uint32_t df_ptx_thread_linear(void) {

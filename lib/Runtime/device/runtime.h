@@ -207,6 +207,8 @@ DF_RT uint64_t df_gaddr(const void *p) {
 
 /* ---- phases (one file each) --------------------------------------------------- */
 
+bool df_rt_stage_records(const df_rt *rt, df_ctx *ctx, const df_abi_args *a);
+void df_rt_use_stage(df_ctx *ctx);
 void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_count);
 void df_rt_finish(const df_rt *rt);
 void df_rt_copy(const df_rt *rt, uint8_t *dst, const uint8_t *src, uint32_t n);
