@@ -128,7 +128,8 @@ bool df_rt_hbm_send_preparable(const df_rt *rt, const df_abi_comm *c, uint32_t n
         return false;
       sends++;
     }
-  return sends && sends <= DF_HBM_SEND_PRE;
+  /* Lane j describes send j. */
+  return sends && sends <= DF_HBM_SEND_PRE && sends <= rt->threads;
 }
 
 void df_rt_hbm_send_prepare(const df_rt *rt, const df_abi_comm *c, uint32_t n) {

@@ -26,9 +26,10 @@ typedef struct df_rt_stage {
 static __attribute__((address_space(3))) df_rt_stage stage;
 
 /* Whether the instruction's records fit the stage: one part, few inputs
-   and coordinates. The same answer in every thread. */
-static bool stageable(const df_abi_args *a) {
-  return a->reserved1 <= 1 && a->input_slot_count <= DF_STAGE_INPUTS &&
+   and coordinates, and a whole first warp to copy them (lanes 0-28). The
+   same answer in every thread. */
+static bool stageable(const df_rt *rt, const df_abi_args *a) {
+  return rt->threads >= 32 && a->reserved1 <= 1 && a->input_slot_count <= DF_STAGE_INPUTS &&
          a->task_coord_count <= DF_STAGE_COORDS;
 }
 
@@ -40,7 +41,7 @@ static void copy_slot(df_abi_slot *to, const df_abi_slot *from) {
 }
 
 bool df_rt_stage_records(const df_rt *rt, df_ctx *ctx, const df_abi_args *a) {
-  if (!stageable(a))
+  if (!stageable(rt, a))
     return false;
   const uint32_t lane = rt->tid, n = a->input_slot_count;
   if (lane < 16) {
