@@ -12,9 +12,13 @@ cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconv
         -O2 -std=gnu17 -I "$root/include" -emit-llvm -c)
 
 # kernel_and_blob NAME MLIR HANDLERS_BC: $dir/NAME.ptx (MLIR, a scheduled
-# module, linked with HANDLERS_BC) and $dir/NAME.dfplan.
+# module, linked with HANDLERS_BC and, if DF_RUNTIME_BC names one, that
+# device runtime instead of the embedded one: scripts/gpu/make_runtime_bc.sh)
+# and $dir/NAME.dfplan.
 kernel_and_blob() {
-  "$bin/df-translate" --df-to-ptx --df-link="$3" "$2" -o "$dir/$1.ptx"
+  local rt=()
+  [ -n "${DF_RUNTIME_BC:-}" ] && rt=(--df-runtime="$DF_RUNTIME_BC")
+  "$bin/df-translate" --df-to-ptx --df-link="$3" "${rt[@]}" "$2" -o "$dir/$1.ptx"
   "$bin/df-translate" --df-to-plan "$2" -o "$dir/$1.dfplan"
 }
 

@@ -247,9 +247,16 @@ static uint32_t batch_size(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
 void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   bool bulk = false;
   const bool batch = batch_size(rt, c, n) > DF_RECV_SERIAL_MAX;
+  /* The loop ends at the last receive: records read after a poll (whose
+     acquire empties L1) cost an L2 round trip each, and the comms after
+     the receives (the sends) have nothing for it. */
+  uint32_t end = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (recv_head(&c[i]))
+      end = i + 1;
   if (batch)
     recv_batch(rt, c, n);
-  for (uint32_t i = 0; i < n; i++) {
+  for (uint32_t i = 0; i < end; i++) {
     if (!recv_head(&c[i]))
       continue;
     uint32_t g = df_comm_group(&c[i], i, n);

@@ -120,16 +120,19 @@ typedef struct hbm_send_desc {
 } hbm_send_desc;
 static __attribute__((address_space(3))) hbm_send_desc hbm_desc[DF_HBM_SEND_PRE];
 
-bool df_rt_hbm_send_preparable(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+/* The number of HBM sends when they can be prepared, else 0. The count
+   travels to df_rt_hbm_send in a register: after the polls, counting them
+   again from the comm records would cost an L2 round trip. */
+uint32_t df_rt_hbm_send_preparable(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   uint32_t sends = 0;
   for (uint32_t i = 0; i < n; i++)
     if (c[i].kind == DF_COMM_HBM_SEND) {
       if (send_bulk(rt, &c[i]))
-        return false;
+        return 0;
       sends++;
     }
   /* Lane j describes send j. */
-  return sends && sends <= DF_HBM_SEND_PRE && sends <= rt->threads;
+  return sends <= DF_HBM_SEND_PRE && sends <= rt->threads ? sends : 0;
 }
 
 void df_rt_hbm_send_prepare(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
@@ -150,11 +153,9 @@ void df_rt_hbm_send_prepare(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   }
 }
 
-/* The prepared sends: the copies, the barrier, the leader's releases. */
-static void hbm_send_prepared(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
-  uint32_t sends = 0;
-  for (uint32_t i = 0; i < n; i++)
-    sends += c[i].kind == DF_COMM_HBM_SEND;
+/* The prepared sends: the copies, the barrier, the leader's releases;
+   nothing read from the records. */
+static void hbm_send_prepared(const df_rt *rt, uint32_t sends) {
   /* Everything read from the descriptions before the barrier: after it,
      warp 0's lanes may already prepare the next instruction's. */
   uint64_t flag[DF_HBM_SEND_PRE];
@@ -181,11 +182,12 @@ static void hbm_send_prepared(const df_rt *rt, const df_abi_comm *c, uint32_t n)
    copy for direct-global slots already there), barrier; then the leader
    publishes each epoch with a release store. Segments of tiled
    transfers take the bulk path instead; the CTA waits for it at a block
-   barrier so that no later handler overwrites a source still being read. */
-void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n, bool prepared) {
+   barrier so that no later handler overwrites a source still being read.
+   prepared: the count of sends df_rt_hbm_send_prepare described, or 0. */
+void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n, uint32_t prepared) {
   df_rt_mark(rt, DF_PHASE_HBM_SEND, df_rt_comm_index(rt, c), 0);
   if (prepared) {
-    hbm_send_prepared(rt, c, n);
+    hbm_send_prepared(rt, prepared);
     return;
   }
   bool bulk = false;

@@ -61,6 +61,7 @@ static df_rt rt_make(const df_abi_slot *slots, const df_abi_comm *comms, uint8_t
   rt.pend_hi = rt.new_hi = 0;
   rt.progress = (volatile uint32_t *)0;
   rt.abort_req = (volatile uint32_t *)0;
+  rt.watched = false;
 #ifdef DF_RT_TRACE
   rt.trace = (uint64_t *)0;
 #endif
@@ -82,17 +83,20 @@ typedef struct df_chunk {
 
 DF_RT void chunk_load(df_chunk *k, const df_abi_instr *queue, uint32_t base, uint32_t length) {
   k->base = base;
-  if (k->lane < k->span && base + k->lane < length) {
-    const df_abi_instr r = queue[base + k->lane];
-    k->w[0] = r.opcode;
-    k->w[1] = r.handler_id;
-    k->w[2] = r.task_id;
-    k->w[3] = r.arg_offset;
-    k->w[4] = r.comm_offset;
-    k->w[5] = r.comm_count;
-    k->w[6] = r.slot_id;
-    k->w[7] = r.flags;
-  }
+  /* Branch-free (lanes past the chunk or the queue load a record nobody
+     reads): a divergent branch here would put a convergence barrier on the
+     dispatch path of every instruction. length > 0 when called. */
+  uint32_t i = base + (k->lane < k->span ? k->lane : 0u);
+  i = i < length ? i : length - 1;
+  const df_abi_instr r = queue[i];
+  k->w[0] = r.opcode;
+  k->w[1] = r.handler_id;
+  k->w[2] = r.task_id;
+  k->w[3] = r.arg_offset;
+  k->w[4] = r.comm_offset;
+  k->w[5] = r.comm_count;
+  k->w[6] = r.slot_id;
+  k->w[7] = r.flags;
 }
 
 DF_RT uint32_t chunk_word(const df_chunk *k, uint32_t pc, int i) {
@@ -160,6 +164,7 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
   if (progress) {
     rt.abort_req = progress;
     rt.progress = progress + DF_PROGRESS_HEADER_WORDS + DF_PROGRESS_CTA_WORDS * q;
+    rt.watched = true;
     df_rt_mark_pc(&rt, DF_PROGRESS_PC_NONE);
     df_rt_mark(&rt, DF_PHASE_STARTUP, DF_PROGRESS_NONE, 0);
   }
@@ -185,8 +190,6 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
   k.span = (rt.threads & 31u) ? 1u : 32u;
   k.mask = (uint32_t)__nvvm_activemask(); /* every thread is here, converged */
   k.base = 0;
-  for (int i = 0; i < 8; i++)
-    k.w[i] = 0;
   if (length)
     chunk_load(&k, queue, 0, length);
   for (uint32_t pc = 0; pc < length; pc++) {
@@ -198,13 +201,17 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
     DF_RT_TRACE_AT(&rt, DF_RT_TRACE_TOP);
     if (pc - k.base >= k.span)
       chunk_load(&k, queue, pc, length);
+    /* Every word read before the first test: the shuffles then overlap
+       instead of the opcode's latency preceding the others'. */
     const uint32_t op = chunk_word(&k, pc, 0);
+    const uint32_t handler_id = chunk_word(&k, pc, 1);
+    const uint32_t arg_offset = chunk_word(&k, pc, 3);
+    const uint32_t comm_offset = chunk_word(&k, pc, 4);
+    const uint32_t n = chunk_word(&k, pc, 5);
     if (op == DF_ABI_OP_EXIT)
       break;
-    const uint32_t handler_id = chunk_word(&k, pc, 1);
-    const df_abi_args *a = (const df_abi_args *)(args + chunk_word(&k, pc, 3));
-    const df_abi_comm *c = comms + chunk_word(&k, pc, 4);
-    const uint32_t n = chunk_word(&k, pc, 5);
+    const df_abi_args *a = (const df_abi_args *)(args + arg_offset);
+    const df_abi_comm *c = comms + comm_offset;
     const uint32_t kinds = n ? df_comm_kinds_checked(c, n) : 0;
 
     df_rt_mark_pc(&rt, pc);
@@ -221,9 +228,10 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
       df_rt_cluster_recv(&rt, c, n);
     /* An instruction that receives and sends over HBM prepares its sends
        before the receive polls empty L1 (comm_send.c). */
-    const bool hbm_prepared =
-        (kinds & DF_KIND_BIT(DF_COMM_HBM_SEND)) && (kinds & DF_KIND_BIT(DF_COMM_HBM_RECV)) &&
-        df_rt_hbm_send_preparable(&rt, c, n);
+    const uint32_t hbm_prepared =
+        (kinds & DF_KIND_BIT(DF_COMM_HBM_SEND)) && (kinds & DF_KIND_BIT(DF_COMM_HBM_RECV))
+            ? df_rt_hbm_send_preparable(&rt, c, n)
+            : 0;
     if (hbm_prepared)
       df_rt_hbm_send_prepare(&rt, c, n);
     if (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT)))

@@ -47,6 +47,7 @@ typedef struct df_rt {
      abort word, both NULL without a watchdog. */
   volatile uint32_t *progress;
   volatile uint32_t *abort_req;
+  bool watched; /* progress != NULL (every thread alike) */
 #ifdef DF_RT_TRACE
   /* This instruction's stamps in df_rt_trace_buf, NULL past the traced
      CTAs and instructions (df/rt_trace.h). */
@@ -62,17 +63,28 @@ DF_RT bool df_rt_clustered(const df_rt *rt) {
 
 /* ---- watchdog progress (df/progress.h) ------------------------------------ */
 
-/* Leader only, plain volatile stores; nothing without a watchdog. */
+/* Leader only, plain volatile stores; nothing without a watchdog. The
+   test is on `watched`, the same in every thread, and the stores are out
+   of line (progress.c), where the leader alone stores: an unwatched launch
+   pays one uniform branch per mark. The dispatch loop is latency bound;
+   inline stores predicated on the leader, or a branch on it, cost 40-85 ns
+   per instruction there (bench/overhead run I). */
+void df_rt_mark_store(volatile uint32_t *progress, uint32_t phase, uint32_t comm,
+                      uint32_t wait);
+void df_rt_mark_pc_store(volatile uint32_t *progress, uint32_t pc);
 DF_RT void df_rt_mark(const df_rt *rt, uint32_t phase, uint32_t comm, uint32_t wait) {
-  if (rt->progress && df_rt_leader(rt)) {
-    rt->progress[DF_PROGRESS_W_PHASE] = phase;
-    rt->progress[DF_PROGRESS_W_COMM] = comm;
-    rt->progress[DF_PROGRESS_W_WAIT] = wait;
-  }
+#ifdef DF_RT_NO_MARKS
+  return;
+#endif
+  if (__builtin_expect(rt->watched, 0))
+    df_rt_mark_store(rt->progress, phase, comm, wait);
 }
 DF_RT void df_rt_mark_pc(const df_rt *rt, uint32_t pc) {
-  if (rt->progress && df_rt_leader(rt))
-    rt->progress[DF_PROGRESS_W_PC] = pc;
+#ifdef DF_RT_NO_MARKS
+  return;
+#endif
+  if (__builtin_expect(rt->watched, 0))
+    df_rt_mark_pc_store(rt->progress, pc);
 }
 /* Global index of a comm record (the dump names it). */
 DF_RT uint32_t df_rt_comm_index(const df_rt *rt, const df_abi_comm *c) {
@@ -222,8 +234,8 @@ bool df_rt_hbm_bulk_post(const df_rt *rt, const df_abi_comm *c, uint32_t g, bool
 void df_rt_hbm_bulk_tiled(const df_rt *rt, const df_abi_comm *c, uint32_t g);
 void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch);
 void df_rt_cluster_send(const df_rt *rt, const df_abi_comm *c, uint32_t n);
-bool df_rt_hbm_send_preparable(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+uint32_t df_rt_hbm_send_preparable(const df_rt *rt, const df_abi_comm *c, uint32_t n);
 void df_rt_hbm_send_prepare(const df_rt *rt, const df_abi_comm *c, uint32_t n);
-void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n, bool prepared);
+void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n, uint32_t prepared);
 
 #endif
