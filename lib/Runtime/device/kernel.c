@@ -61,7 +61,7 @@ static df_rt rt_make(const df_abi_slot *slots, const df_abi_comm *comms, uint8_t
   rt.pend_hi = rt.new_hi = 0;
   rt.progress = (volatile uint32_t *)0;
   rt.abort_req = (volatile uint32_t *)0;
-  rt.watched = false;
+  rt.marks = false;
 #ifdef DF_RT_TRACE
   rt.trace = (uint64_t *)0;
 #endif
@@ -164,7 +164,7 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
   if (progress) {
     rt.abort_req = progress;
     rt.progress = progress + DF_PROGRESS_HEADER_WORDS + DF_PROGRESS_CTA_WORDS * q;
-    rt.watched = true;
+    rt.marks = df_rt_leader(&rt);
     df_rt_mark_pc(&rt, DF_PROGRESS_PC_NONE);
     df_rt_mark(&rt, DF_PHASE_STARTUP, DF_PROGRESS_NONE, 0);
   }

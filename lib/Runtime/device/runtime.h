@@ -47,7 +47,7 @@ typedef struct df_rt {
      abort word, both NULL without a watchdog. */
   volatile uint32_t *progress;
   volatile uint32_t *abort_req;
-  bool watched; /* progress != NULL (every thread alike) */
+  bool marks; /* progress != NULL and this thread is the leader */
 #ifdef DF_RT_TRACE
   /* This instruction's stamps in df_rt_trace_buf, NULL past the traced
      CTAs and instructions (df/rt_trace.h). */
@@ -64,11 +64,10 @@ DF_RT bool df_rt_clustered(const df_rt *rt) {
 /* ---- watchdog progress (df/progress.h) ------------------------------------ */
 
 /* Leader only, plain volatile stores; nothing without a watchdog. The
-   test is on `watched`, the same in every thread, and the stores are out
-   of line (progress.c), where the leader alone stores: an unwatched launch
-   pays one uniform branch per mark. The dispatch loop is latency bound;
-   inline stores predicated on the leader, or a branch on it, cost 40-85 ns
-   per instruction there (bench/overhead run I). */
+   stores are out of line (progress.c), so that an unwatched launch pays
+   one untaken branch per mark rather than their address arithmetic: the
+   dispatch loop is latency bound, and the stores predicated inline were
+   85 of its 187 ns per instruction (bench/overhead run I). */
 void df_rt_mark_store(volatile uint32_t *progress, uint32_t phase, uint32_t comm,
                       uint32_t wait);
 void df_rt_mark_pc_store(volatile uint32_t *progress, uint32_t pc);
@@ -76,14 +75,14 @@ DF_RT void df_rt_mark(const df_rt *rt, uint32_t phase, uint32_t comm, uint32_t w
 #ifdef DF_RT_NO_MARKS
   return;
 #endif
-  if (__builtin_expect(rt->watched, 0))
+  if (__builtin_expect(rt->marks, 0))
     df_rt_mark_store(rt->progress, phase, comm, wait);
 }
 DF_RT void df_rt_mark_pc(const df_rt *rt, uint32_t pc) {
 #ifdef DF_RT_NO_MARKS
   return;
 #endif
-  if (__builtin_expect(rt->watched, 0))
+  if (__builtin_expect(rt->marks, 0))
     df_rt_mark_pc_store(rt->progress, pc);
 }
 /* Global index of a comm record (the dump names it). */
