@@ -67,7 +67,10 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
       "$("$bin/df-translate" --df-plan-dump "$d/plan.dfplan" | grep -oE "instructions=[0-9]+|shared_memory_bytes=[0-9]+" | tr '\n' ' ')"
     [ -n "$first" ] || { first=1; cp "$tmp/plan.mlir" "$tmp/first.mlir"; }
   done
-  "$bin/df-translate" --df-to-ptx --df-link="$tmp/moe$cs.bc" "$tmp/first.mlir" -o "$vd/moe.ptx"
+  # DF_RUNTIME_BC: another device runtime (scripts/gpu/make_runtime_bc.sh), for A/B runs.
+  rt=()
+  [ -n "${DF_RUNTIME_BC:-}" ] && rt=(--df-runtime="$DF_RUNTIME_BC")
+  "$bin/df-translate" --df-to-ptx --df-link="$tmp/moe$cs.bc" "${rt[@]}" "$tmp/first.mlir" -o "$vd/moe.ptx"
   "$bin/df-translate" --df-kernel-report --df-link="$tmp/moe$cs.bc" "$tmp/first.mlir" \
     >"$vd/kernel_report.txt" 2>&1 || true
   echo "$name: $(grep -E "^(features|registers|stack_frame_bytes|spill_store_bytes):" "$vd/kernel_report.txt" | tr '\n' ' ')"

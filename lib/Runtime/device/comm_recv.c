@@ -46,6 +46,26 @@ static void recv_copy(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
     uint8_t *to = df_rt_slot_ptr(rt, dst) + off;
     const uint8_t *from = rt->staging + dst->global_offset + off;
     const uint32_t b = df_comm_barrier(c, dst);
+    if (rt->threads >= 32 && bytes <= 32u * 16u &&
+        (((uintptr_t)to | (uintptr_t)from | bytes) & 15u) == 0) {
+      /* One 16-byte vector per lane at most: warp 0 alone polls (leader),
+         syncs (bar.warp.sync carries the acquire to its lanes) and copies;
+         the block barrier that ends the receive phase (df_rt_hbm_recv)
+         publishes the bytes. One block barrier fewer per edge. */
+      if (rt->tid < 32) {
+        if (df_rt_leader(rt)) {
+          df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, c), c->flag_epoch);
+          df_rt_poll_flag(rt, df_comm_flag(c, dst), c->flag_epoch);
+        }
+        df_ptx_warp_sync();
+        if (to != from && rt->tid < bytes / 16u)
+          ((df_v4u32 *)to)[rt->tid] = ((const df_v4u32 *)from)[rt->tid];
+        df_ptx_warp_sync();
+        if (df_rt_leader(rt) && b != DF_SENTINEL)
+          df_ptx_mbar_arrive(df_rt_bar_addr(rt, b));
+      }
+      return;
+    }
     if (df_rt_leader(rt)) {
       df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, c), c->flag_epoch);
       df_rt_poll_flag(rt, df_comm_flag(c, dst), c->flag_epoch);

@@ -38,6 +38,8 @@ DF_PTX uint32_t df_ptx_block(void) { return __nvvm_read_ptx_sreg_ctaid_x(); }
 /* ---- CTA and cluster barriers ------------------------------------------ */
 
 DF_PTX void df_ptx_bar_sync(void) { __nvvm_barrier_sync(0); }
+/* bar.warp.sync over the whole warp: orders memory among its lanes. */
+DF_PTX void df_ptx_warp_sync(void) { __nvvm_bar_warp_sync(0xffffffffu); }
 
 /* Full cluster barrier; release/acquire so shared-memory writes before it
    (barrier inits included) are visible to every CTA of the cluster after. */
