@@ -61,6 +61,11 @@ typedef struct df_rt_event df_rt_event;
 
 /* The kernel entry point df's compiler emits. */
 #define DF_RT_KERNEL_NAME "df_persistent_kernel"
+/* Its twin with the watchdog's progress marks: a module's kernel NAME may
+   come with NAME DF_RT_WATCHED_SUFFIX, the entry watched launches use
+   (the plain one never writes progress). Without it, watched launches
+   run NAME. */
+#define DF_RT_WATCHED_SUFFIX "_watched"
 /* The driver library df_rt_create opens by default. */
 #define DF_RT_DRIVER_LIBRARY "libcuda.so.1"
 /* Default CTA shape (x,1,1) of df kernels. The reference prototype uses 32;

@@ -118,6 +118,14 @@ df_status df_build_dispatch(LLVMModuleRef m, const df_packed *k, const df_progra
                                        "dispatch function is generated from the plan");
   if (!dispatch)
     dispatch = LLVMAddFunction(m, "df_dispatch", dispatch_ty);
+  /* The dispatch and the handlers are inlined into both kernel entries
+     (watched and not, lib/Runtime/device/kernel.c), as they were into
+     the one: out of line, the df_ctx would live in local memory and the
+     call would spill the loop's registers (the GQA kernel: 255 registers
+     and 200 bytes of spills against 246 and none). */
+  const unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+  LLVMAttributeRef inline_attr = LLVMCreateEnumAttribute(ctx, always, 0);
+  LLVMAddAttributeAtIndex(dispatch, LLVMAttributeFunctionIndex, inline_attr);
   LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, dispatch, "entry");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ctx, dispatch, "done");
@@ -133,6 +141,9 @@ df_status df_build_dispatch(LLVMModuleRef m, const df_packed *k, const df_progra
                        : df_resolve_handler(m, h, prog, &fn);
     if (df_failed(&st))
       break;
+    const unsigned never = LLVMGetEnumAttributeKindForName("noinline", 8);
+    if (!LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, never))
+      LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, inline_attr);
     char name[32];
     snprintf(name, sizeof name, "h%u", h->id);
     LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(ctx, dispatch, name);

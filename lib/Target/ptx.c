@@ -14,6 +14,8 @@
 #include "target_internal.h"
 
 #define DF_KERNEL_NAME "df_persistent_kernel"
+/* The watched twin (include/df/runtime.h DF_RT_WATCHED_SUFFIX). */
+#define DF_RT_WATCHED_SUFFIX "_watched"
 #define DF_TRIPLE "nvptx64-nvidia-cuda"
 /* Pinned PTX ISA: 8.6 (CUDA 12.8 ptxas, r570 drivers and later) for the
    relaxed remote arrive.expect_tx of cluster sends (docs/device-runtime.md);
@@ -106,7 +108,8 @@ bool df_visible_symbol(const char *name) {
    it) and the host could not find it by name. */
 static void internalize(LLVMModuleRef m) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
-    if (!LLVMIsDeclaration(f) && strcmp(LLVMGetValueName(f), DF_KERNEL_NAME) != 0)
+    if (!LLVMIsDeclaration(f) && strcmp(LLVMGetValueName(f), DF_KERNEL_NAME) != 0 &&
+        strcmp(LLVMGetValueName(f), DF_KERNEL_NAME DF_RT_WATCHED_SUFFIX) != 0)
       LLVMSetLinkage(f, LLVMInternalLinkage);
   for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
     if (!LLVMIsDeclaration(g) && !df_visible_symbol(LLVMGetValueName(g)))

@@ -44,6 +44,7 @@ struct df_rt_module {
   df_rt_device *dev;
   CUmodule module;
   CUfunction fn;
+  CUfunction fn_watched; /* kernel_name DF_RT_WATCHED_SUFFIX, or NULL: watched launches */
   char kernel_name[DF_NAME_MAX];
   df_rt_kernel_info info;
   char *info_log;

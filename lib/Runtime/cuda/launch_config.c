@@ -39,21 +39,28 @@ static void fill_config(const dfrt_launch_cfg *c, CUstream stream, CUlaunchConfi
   }
 }
 
-df_status dfrt_launch_attributes(df_rt_executable *e, const dfrt_launch_cfg *c) {
+/* One function attribute on the module's entries (the watched twin too). */
+static df_status set_attribute(df_rt_executable *e, CUfunction_attribute a, int v,
+                               const char *what) {
   df_rt_module *m = e->module;
   const df_cuda_driver *d = &e->rt->drv;
+  DF_TRY(dfrt_check(e->rt, d->cuFuncSetAttribute(m->fn, a, v), what, "cuFuncSetAttribute"));
+  if (m->fn_watched)
+    DF_TRY(dfrt_check(e->rt, d->cuFuncSetAttribute(m->fn_watched, a, v), what,
+                      "cuFuncSetAttribute"));
+  return df_status_ok();
+}
+
+df_status dfrt_launch_attributes(df_rt_executable *e, const dfrt_launch_cfg *c) {
+  df_rt_module *m = e->module;
   if (c->shared_bytes && m->dynamic_shared_set != (int)c->shared_bytes) {
-    DF_TRY(dfrt_check(e->rt,
-                      d->cuFuncSetAttribute(m->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                            (int)c->shared_bytes),
-                      "launch: dynamic shared memory maximum", "cuFuncSetAttribute"));
+    DF_TRY(set_attribute(e, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)c->shared_bytes,
+                         "launch: dynamic shared memory maximum"));
     m->dynamic_shared_set = (int)c->shared_bytes;
   }
   if (c->non_portable && !m->non_portable_set) {
-    DF_TRY(dfrt_check(e->rt,
-                      d->cuFuncSetAttribute(m->fn,
-                                            CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
-                      "launch: non-portable cluster size", "cuFuncSetAttribute"));
+    DF_TRY(set_attribute(e, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1,
+                         "launch: non-portable cluster size"));
     m->non_portable_set = true;
   }
   return df_status_ok();
@@ -197,7 +204,10 @@ df_status dfrt_launch_kernel(df_rt_executable *e, CUstream stream) {
   CUlaunchConfig cfg;
   CUlaunchAttribute attrs[2];
   fill_config(&e->cfg, stream, &cfg, attrs);
-  df_status s = dfrt_check(e->rt, e->rt->drv.cuLaunchKernelEx(&cfg, e->module->fn, params, NULL),
+  /* A watched launch (progress array set) runs the entry with the marks. */
+  CUfunction fn = e->param_progress && e->module->fn_watched ? e->module->fn_watched
+                                                             : e->module->fn;
+  df_status s = dfrt_check(e->rt, e->rt->drv.cuLaunchKernelEx(&cfg, fn, params, NULL),
                            "launch", "cuLaunchKernelEx");
   if (params != stack_params)
     df_free(&e->rt->alloc, params);

@@ -161,6 +161,15 @@ static df_status load(df_rt_module *m, const void *image, size_t bytes,
              m->kernel_name, kind_name(m->info.image_kind));
     return dfrt_check(m->dev->rt, r, object, "cuModuleGetFunction");
   }
+  /* The watched twin, optional: a module without it runs its one entry
+     under a watchdog too. */
+  char watched[DF_NAME_MAX + sizeof DF_RT_WATCHED_SUFFIX];
+  snprintf(watched, sizeof watched, "%s" DF_RT_WATCHED_SUFFIX, m->kernel_name);
+  r = m->dev->rt->drv.cuModuleGetFunction(&m->fn_watched, m->module, watched);
+  if (r == CUDA_ERROR_NOT_FOUND)
+    m->fn_watched = NULL;
+  else if (r != CUDA_SUCCESS)
+    return dfrt_check(m->dev->rt, r, "module: watched kernel entry", "cuModuleGetFunction");
   DF_TRY(read_attributes(m));
   return read_workspace(m);
 }

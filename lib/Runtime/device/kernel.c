@@ -126,17 +126,32 @@ DF_RT uint32_t chunk_word(const df_chunk *k, uint32_t pc, int i) {
     19 scratch_offset          u32  compiler scratch in dynamic smem, 0 = none
     20 progress                uint32_t *  watchdog progress array (df/progress.h),
                                            NULL = no watchdog
-   Pointers are global memory. Grid = one CTA per queue, queue = blockIdx.x. */
-__attribute__((nvptx_kernel)) void df_persistent_kernel(
-    const df_abi_instr *restrict instructions, const uint32_t *restrict queue_offsets,
-    const uint32_t *restrict queue_lengths, const df_abi_slot *restrict slots,
-    const df_abi_comm *restrict comms, const uint32_t *restrict barrier_init_offsets,
-    const uint32_t *restrict barrier_init_lengths, const uint32_t *restrict barrier_init_indices,
-    const uint8_t *restrict args, const df_abi_tensor_arg *restrict tensor_args,
-    const uint32_t *restrict input_slots, const uint32_t *restrict task_coords,
-    uint8_t *global_staging, uint32_t *flags, uint32_t shared_slot_base_offset,
-    uint32_t barrier_count, uint32_t cluster_ack_count, uint32_t cluster_size,
-    uint32_t block_size, uint32_t scratch_offset, volatile uint32_t *progress) {
+   Pointers are global memory. Grid = one CTA per queue, queue = blockIdx.x.
+
+   Two entries take them (DF_KERNEL_PARAMS): df_persistent_kernel, which
+   ignores `progress` and has no progress marks at all, and
+   df_persistent_kernel_watched, which libdfrt launches under a watchdog.
+   The loop is latency bound: even untaken branches around the marks cost
+   40-50 ns of a 140 ns dispatch (bench/overhead run I); as separate
+   entries, ptxas allocates registers for each on its own. */
+#define DF_KERNEL_PARAMS                                                                           \
+  const df_abi_instr *restrict instructions, const uint32_t *restrict queue_offsets,              \
+      const uint32_t *restrict queue_lengths, const df_abi_slot *restrict slots,                   \
+      const df_abi_comm *restrict comms, const uint32_t *restrict barrier_init_offsets,            \
+      const uint32_t *restrict barrier_init_lengths,                                               \
+      const uint32_t *restrict barrier_init_indices, const uint8_t *restrict args,                 \
+      const df_abi_tensor_arg *restrict tensor_args, const uint32_t *restrict input_slots,         \
+      const uint32_t *restrict task_coords, uint8_t *global_staging, uint32_t *flags,              \
+      uint32_t shared_slot_base_offset, uint32_t barrier_count, uint32_t cluster_ack_count,        \
+      uint32_t cluster_size, uint32_t block_size, uint32_t scratch_offset,                         \
+      volatile uint32_t *progress
+#define DF_KERNEL_ARGS                                                                             \
+  instructions, queue_offsets, queue_lengths, slots, comms, barrier_init_offsets,                  \
+      barrier_init_lengths, barrier_init_indices, args, tensor_args, input_slots, task_coords,     \
+      global_staging, flags, shared_slot_base_offset, barrier_count, cluster_ack_count,            \
+      cluster_size, block_size, scratch_offset, progress
+
+DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
   if (DF_HAS(DF_FEATURE_EMBEDDED_PLAN)) {
     /* --df-embed-plan: the records are constant data of this image; the
        plan parameters are ignored. */
@@ -161,7 +176,7 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
   df_rt rt = rt_make(slots, comms, global_staging, flags, shared_slot_base_offset,
                      barrier_count, cluster_ack_count, cluster_size, scratch_offset);
   const uint32_t q = df_ptx_block();
-  if (progress) {
+  if (watched && progress) {
     rt.abort_req = progress;
     rt.progress = progress + DF_PROGRESS_HEADER_WORDS + DF_PROGRESS_CTA_WORDS * q;
     rt.marks = df_rt_leader(&rt);
@@ -278,4 +293,12 @@ __attribute__((nvptx_kernel)) void df_persistent_kernel(
   df_rt_mark(&rt, DF_PHASE_FINISH, DF_PROGRESS_NONE, 0);
   df_rt_finish(&rt);
   df_rt_mark(&rt, DF_PHASE_DONE, DF_PROGRESS_NONE, 0);
+}
+
+__attribute__((nvptx_kernel)) void df_persistent_kernel(DF_KERNEL_PARAMS) {
+  kernel_body(DF_KERNEL_ARGS, false);
+}
+
+__attribute__((nvptx_kernel)) void df_persistent_kernel_watched(DF_KERNEL_PARAMS) {
+  kernel_body(DF_KERNEL_ARGS, true);
 }

@@ -218,23 +218,27 @@ DF_RT uint64_t df_gaddr(const void *p) {
 
 /* ---- phases (one file each) --------------------------------------------------- */
 
-bool df_rt_stage_records(const df_rt *rt, df_ctx *ctx, const df_abi_args *a);
-void df_rt_use_stage(df_ctx *ctx);
-void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_count);
-void df_rt_finish(const df_rt *rt);
-void df_rt_copy(const df_rt *rt, uint8_t *dst, const uint8_t *src, uint32_t n);
-void df_rt_source_guard(df_rt *rt, const df_abi_args *a, const df_abi_comm *c, uint32_t n);
-void df_rt_track_sends(df_rt *rt, const df_abi_comm *c, uint32_t n);
-void df_rt_cluster_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n);
-void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n);
-void df_rt_hbm_issue(const df_rt *rt, const df_abi_comm *c, uint32_t n);
-bool df_rt_hbm_bulk_ok(const df_rt *rt, const df_abi_comm *c, uint32_t g);
-bool df_rt_hbm_bulk_post(const df_rt *rt, const df_abi_comm *c, uint32_t g, bool block);
-void df_rt_hbm_bulk_tiled(const df_rt *rt, const df_abi_comm *c, uint32_t g);
-void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch);
-void df_rt_cluster_send(const df_rt *rt, const df_abi_comm *c, uint32_t n);
-uint32_t df_rt_hbm_send_preparable(const df_rt *rt, const df_abi_comm *c, uint32_t n);
-void df_rt_hbm_send_prepare(const df_rt *rt, const df_abi_comm *c, uint32_t n);
-void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n, uint32_t prepared);
+/* The phases, inlined into each of the kernel's two entries (kernel.c):
+   out of line, the per-CTA state they take by pointer would live in
+   local memory. */
+#define DF_RT_PHASE __attribute__((always_inline))
+DF_RT_PHASE bool df_rt_stage_records(const df_rt *rt, df_ctx *ctx, const df_abi_args *a);
+DF_RT_PHASE void df_rt_use_stage(df_ctx *ctx);
+DF_RT_PHASE void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_count);
+DF_RT_PHASE void df_rt_finish(const df_rt *rt);
+DF_RT_PHASE void df_rt_copy(const df_rt *rt, uint8_t *dst, const uint8_t *src, uint32_t n);
+DF_RT_PHASE void df_rt_source_guard(df_rt *rt, const df_abi_args *a, const df_abi_comm *c, uint32_t n);
+DF_RT_PHASE void df_rt_track_sends(df_rt *rt, const df_abi_comm *c, uint32_t n);
+DF_RT_PHASE void df_rt_cluster_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+DF_RT_PHASE void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+DF_RT_PHASE void df_rt_hbm_issue(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+DF_RT_PHASE bool df_rt_hbm_bulk_ok(const df_rt *rt, const df_abi_comm *c, uint32_t g);
+DF_RT_PHASE bool df_rt_hbm_bulk_post(const df_rt *rt, const df_abi_comm *c, uint32_t g, bool block);
+DF_RT_PHASE void df_rt_hbm_bulk_tiled(const df_rt *rt, const df_abi_comm *c, uint32_t g);
+DF_RT_PHASE void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch);
+DF_RT_PHASE void df_rt_cluster_send(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+DF_RT_PHASE uint32_t df_rt_hbm_send_preparable(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+DF_RT_PHASE void df_rt_hbm_send_prepare(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+DF_RT_PHASE void df_rt_hbm_send(const df_rt *rt, const df_abi_comm *c, uint32_t n, uint32_t prepared);
 
 #endif

@@ -256,9 +256,17 @@ static CUresult f_module_unload(CUmodule m) {
 
 static CUresult f_get_function(CUfunction *f, CUmodule m, const char *name) {
   record("cuModuleGetFunction", (uint64_t)(uintptr_t)m, 0, 0, 0, name, strlen(name) + 1);
+  CUresult r = injected("cuModuleGetFunction");
+  if (r != CUDA_SUCCESS)
+    return r;
   if (fake.get_function_result != CUDA_SUCCESS)
     return fake.get_function_result;
-  *f = (CUfunction)(uintptr_t)0x3000;
+  /* The watched twin (DF_RT_WATCHED_SUFFIX) is a different handle. */
+  size_t n = strlen(name);
+  bool watched = n >= 8 && strcmp(name + n - 8, "_watched") == 0;
+  if (watched && fake.no_watched_entry)
+    return CUDA_ERROR_NOT_FOUND;
+  *f = (CUfunction)(uintptr_t)(watched ? FAKE_WATCHED_FUNCTION : FAKE_FUNCTION);
   return CUDA_SUCCESS;
 }
 
@@ -405,9 +413,9 @@ static CUresult f_stream_sync(CUstream s) {
 }
 
 static CUresult f_launch(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
-  (void)f;
+  /* data: the launched function's handle */
   record("cuLaunchKernelEx", c->gridDimX, c->blockDimX, c->sharedMemBytes,
-         (uint64_t)(uintptr_t)c->hStream, NULL, 0);
+         (uint64_t)(uintptr_t)c->hStream, &f, sizeof f);
   CUresult r = injected("cuLaunchKernelEx");
   if (r != CUDA_SUCCESS)
     return r;

@@ -20,6 +20,11 @@ enum {
   FAKE_MAX_HOST = 16
 };
 
+/* The function handles cuModuleGetFunction returns: a name ending in
+   "_watched" (the watchdog's entry) gets the second. */
+#define FAKE_FUNCTION 0x3000u
+#define FAKE_WATCHED_FUNCTION 0x3001u
+
 typedef struct fake_call {
   char name[48];
   uint64_t a[4];               /* numeric arguments, per entry point */
@@ -52,6 +57,7 @@ typedef struct fake_state {
   CUresult module_load_result;
   const char *jit_error_log, *jit_info_log;
   CUresult get_function_result;
+  bool no_watched_entry; /* the image has no NAME_watched entry */
   const char *fail_name; /* this entry point returns fail_result ... */
   CUresult fail_result;
   int fail_nth;          /* ... on its nth call (1-based; 0 = every call) */

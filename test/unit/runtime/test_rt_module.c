@@ -69,6 +69,9 @@ static void loads_ptx_with_logs(void **state) {
   assert_string_equal(df_rt_module_info_log(f.mod), "ptxas info    : Used 40 registers");
   assert_string_equal((const char *)fake_nth("cuModuleGetFunction", 0)->data,
                       "df_persistent_kernel");
+  /* and its watched twin (DF_RT_WATCHED_SUFFIX) */
+  assert_string_equal((const char *)fake_nth("cuModuleGetFunction", 1)->data,
+                      "df_persistent_kernel" DF_RT_WATCHED_SUFFIX);
   const df_rt_kernel_info *k = df_rt_module_kernel_info(f.mod);
   assert_int_equal(k->image_kind, DF_RT_IMAGE_PTX);
   assert_int_equal(k->max_threads_per_block, 1024);
@@ -81,7 +84,9 @@ static void loads_ptx_with_logs(void **state) {
   /* Another kernel name. */
   df_rt_module_options named = {"my_kernel", NULL, 0};
   fx_ok(df_rt_module_load(f.dev, FX_PTX, n, &named, &f.mod));
-  assert_string_equal((const char *)fake_nth("cuModuleGetFunction", 1)->data, "my_kernel");
+  assert_string_equal((const char *)fake_nth("cuModuleGetFunction", 2)->data, "my_kernel");
+  assert_string_equal((const char *)fake_nth("cuModuleGetFunction", 3)->data,
+                      "my_kernel_watched");
   fx_close(&f);
 }
 
@@ -133,6 +138,14 @@ static void missing_kernel_and_bad_inputs(void **state) {
            "cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND (500)");
   assert_int_equal(fake_count("cuModuleUnload"), 1);
   fake.get_function_result = CUDA_SUCCESS;
+  /* The watched entry is optional, but another failure looking it up is
+     an error. */
+  fake.fail_name = "cuModuleGetFunction";
+  fake.fail_nth = fake_count("cuModuleGetFunction") + 2;
+  fake.fail_result = CUDA_ERROR_INVALID_HANDLE;
+  fx_fails(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &m), DF_EINVAL,
+           "module: watched kernel entry: cuModuleGetFunction failed");
+  fake.fail_nth = 0;
   fake.fail_name = "cuFuncGetAttribute";
   fake.fail_result = CUDA_ERROR_INVALID_VALUE;
   fx_fails(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &m), DF_EINVAL,

@@ -83,6 +83,14 @@ static void close_hung(rt_fixture *f, df_rt_executable *e, df_rt_plan *p) {
   g_progress = NULL;
 }
 
+/* The function handle of the nth cuLaunchKernelEx (fake_driver.c). */
+static uint64_t launched_function(int nth) {
+  const fake_call *c = fake_nth("cuLaunchKernelEx", nth);
+  CUfunction fn;
+  memcpy(&fn, c->data, sizeof fn);
+  return (uint64_t)(uintptr_t)fn;
+}
+
 static void watched_launch_finishes(void **state) {
   (void)state;
   fake_reset();
@@ -91,14 +99,17 @@ static void watched_launch_finishes(void **state) {
   df_rt_plan *p = fx_seed_plan(f.rt);
   df_rt_executable *e;
   fx_ok(df_rt_executable_create(f.mod, p, NULL, &e));
-  /* No watchdog: NULL progress, no stream polling. */
+  /* No watchdog: NULL progress, no stream polling, the plain entry. */
   fx_ok(df_rt_executable_launch(e, NULL));
   assert_int_equal(fake.last_progress_param, 0);
   assert_int_equal(fake_count("cuStreamQuery"), 0);
+  assert_int_equal(launched_function(0), FAKE_FUNCTION);
   fx_ok(df_rt_executable_set_timeout(e, 1000));
   g_wait = (hbm_wait){0, 0, 0, 0, 0};
   fake.launch_hook = stuck_kernel; /* writes progress; the stream still completes */
   fx_ok(df_rt_executable_launch(e, NULL));
+  /* Watched: the entry with the progress marks. */
+  assert_int_equal(launched_function(1), FAKE_WATCHED_FUNCTION);
   assert_int_equal(fake_count("cuMemHostAlloc"), 1);
   const fake_call *alloc = fake_nth("cuMemHostAlloc", 0);
   assert_int_equal(alloc->a[0], 4 * DF_PROGRESS_WORDS(4));
@@ -118,8 +129,32 @@ static void watched_launch_finishes(void **state) {
   fx_ok(df_rt_executable_set_timeout(e, 0));
   fx_ok(df_rt_executable_launch(e, NULL));
   assert_int_equal(fake.last_progress_param, 0);
+  assert_int_equal(launched_function(fake_count("cuLaunchKernelEx") - 1), FAKE_FUNCTION);
   df_rt_executable_destroy(e);
   assert_int_equal(fake_live_host(), 0);
+  df_rt_plan_destroy(p);
+  fx_close(&f);
+}
+
+/* A module without the watched entry (a kernel not built by df, say):
+   watched launches run its one entry, still with the progress array. */
+static void watched_launch_without_the_watched_entry(void **state) {
+  (void)state;
+  fake_reset();
+  fake.no_watched_entry = true;
+  rt_fixture f;
+  fx_open(&f);
+  df_rt_plan *p = fx_seed_plan(f.rt);
+  df_rt_executable *e;
+  fx_ok(df_rt_executable_create(f.mod, p, NULL, &e));
+  fx_ok(df_rt_executable_set_timeout(e, 1000));
+  g_wait = (hbm_wait){0, 0, 0, 0, 0};
+  fake.launch_hook = stuck_kernel;
+  fx_ok(df_rt_executable_launch(e, NULL));
+  assert_int_equal(fake.last_progress_param, (uint64_t)(uintptr_t)g_progress);
+  assert_int_equal(launched_function(0), FAKE_FUNCTION);
+  fake.launch_hook = NULL;
+  df_rt_executable_destroy(e);
   df_rt_plan_destroy(p);
   fx_close(&f);
 }
@@ -299,6 +334,7 @@ static void events_time_launches(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(watched_launch_finishes),
+      cmocka_unit_test(watched_launch_without_the_watched_entry),
       cmocka_unit_test(timeout_names_the_blocked_cta_and_comm),
       cmocka_unit_test(abort_request_traps_the_kernel),
       cmocka_unit_test(earlier_work_and_failures),
