@@ -214,7 +214,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
                    : (uint64_t *)0;
 #endif
     DF_RT_TRACE_AT(&rt, DF_RT_TRACE_TOP);
-    if (pc - k.base >= k.span)
+    if (__builtin_expect(pc - k.base >= k.span, 0))
       chunk_load(&k, queue, pc, length);
     /* Every word read before the first test: the shuffles then overlap
        instead of the opcode's latency preceding the others'. */
@@ -266,7 +266,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
         ctx.task_coords = task_coords;
       }
     }
-    if (op == DF_ABI_OP_CLUSTER_SYNC && df_rt_clustered(&rt))
+    if (__builtin_expect(op == DF_ABI_OP_CLUSTER_SYNC, 0) && df_rt_clustered(&rt))
       df_ptx_cluster_sync();
     /* Handler writes are complete (and, for bulk sends, ordered before the
        async proxy) before anything moves them or reuses their slots. */
