@@ -34,6 +34,20 @@ void df_rt_cluster_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
    direct-global target aliasing the staging bytes). The leader then
    arrives once on the receive barrier, so the barrier's phases advance
    exactly as when the bulk path or a cluster send completes them. */
+/* Leader: the transfer's progress mark, then its flag poll. */
+static void leader_poll(const df_rt *rt, const df_abi_comm *c, const df_abi_slot *dst) {
+  if (!df_rt_leader(rt))
+    return;
+  df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, c), c->flag_epoch);
+  df_rt_poll_flag(rt, df_comm_flag(c, dst), c->flag_epoch);
+}
+
+/* Leader: one arrival on receive barrier b, if the target has one. */
+static void leader_arrive(const df_rt *rt, uint32_t b) {
+  if (df_rt_leader(rt) && b != DF_SENTINEL)
+    df_ptx_mbar_arrive(df_rt_bar_addr(rt, b));
+}
+
 static void recv_copy(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
   if (g == 1) {
     /* One segment (the common case): its records are read before the
@@ -53,35 +67,24 @@ static void recv_copy(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
          the block barrier that ends the receive phase (df_rt_hbm_recv)
          publishes the bytes. One block barrier fewer per edge. */
       if (rt->tid < 32) {
-        if (df_rt_leader(rt)) {
-          df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, c), c->flag_epoch);
-          df_rt_poll_flag(rt, df_comm_flag(c, dst), c->flag_epoch);
-        }
+        leader_poll(rt, c, dst);
         df_ptx_warp_sync();
         if (to != from && rt->tid < bytes / 16u)
           ((df_v4u32 *)to)[rt->tid] = ((const df_v4u32 *)from)[rt->tid];
         df_ptx_warp_sync();
-        if (df_rt_leader(rt) && b != DF_SENTINEL)
-          df_ptx_mbar_arrive(df_rt_bar_addr(rt, b));
+        leader_arrive(rt, b);
       }
       return;
     }
-    if (df_rt_leader(rt)) {
-      df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, c), c->flag_epoch);
-      df_rt_poll_flag(rt, df_comm_flag(c, dst), c->flag_epoch);
-    }
+    leader_poll(rt, c, dst);
     df_ptx_bar_sync();
     df_rt_copy(rt, to, from, bytes);
-    if (df_rt_leader(rt) && b != DF_SENTINEL)
-      df_ptx_mbar_arrive(df_rt_bar_addr(rt, b));
+    leader_arrive(rt, b);
     return;
   }
   if (df_rt_leader(rt))
-    for (uint32_t j = 0; j < g; j++) {
-      const df_abi_slot *dst = df_rt_slot(rt, c[j].dst_slot_id);
-      df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, &c[j]), c[j].flag_epoch);
-      df_rt_poll_flag(rt, df_comm_flag(&c[j], dst), c[j].flag_epoch);
-    }
+    for (uint32_t j = 0; j < g; j++)
+      leader_poll(rt, &c[j], df_rt_slot(rt, c[j].dst_slot_id));
   df_ptx_bar_sync();
   for (uint32_t j = 0; j < g; j++) {
     const df_abi_slot *src = df_rt_slot(rt, c[j].src_slot_id);
@@ -90,9 +93,7 @@ static void recv_copy(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
     df_rt_copy(rt, df_rt_slot_ptr(rt, dst) + off, rt->staging + dst->global_offset + off,
                df_comm_bytes(&c[j], src, dst));
   }
-  uint32_t b = df_comm_barrier(c, df_rt_slot(rt, c->dst_slot_id));
-  if (df_rt_leader(rt) && b != DF_SENTINEL)
-    df_ptx_mbar_arrive(df_rt_bar_addr(rt, b));
+  leader_arrive(rt, df_comm_barrier(c, df_rt_slot(rt, c->dst_slot_id)));
 }
 
 /* Bulk path, leader: a tiled transfer tile by tile, else post unless an
