@@ -205,6 +205,12 @@ def cases():
                 alt(f".st{S}", c["schedule"] + f", {S}-stage ring", c["block"], c["model_us"],
                     c["opts"], cflags=f"-DKV_STAGES={S}",
                     workspace_bytes=STAGED_WARPS * S * STAGE_BYTES)
+        if c["name"] in ("u8x4k", "u8x32k", "u64x4k", "u1x128k"):
+            # the case's plan with the partial's K/V loads asking the L2
+            # for whole 256-byte rows (.L2::256B, the default before run
+            # J; -DKV_L2_HINT)
+            alt(".l2hint", c["schedule"] + ", L2::256B loads", c["block"], c["model_us"],
+                c["opts"], cflags="-DKV_L2_HINT")
         if c["name"] in ("s32", "s16"):
             # the case's schedule at other block sizes than the model's
             # choice (its per-partial cost is a guess)

@@ -2,8 +2,8 @@
 """One launch of df's kernel and one of each SDPA backend per case, for a
 profiler (bench/attention/profile.sh runs it under ncu).
 
-usage: profile.py CARRY_DIR CASE[,CASE...]
-  The inputs, plans and SDPA calls are bench.py's (one input set per
+usage: profile.py CARRY_DIR PLAN[,PLAN...]
+  PLAN: a case or one of its alternative plans (on the case's inputs). The inputs, plans and SDPA calls are bench.py's (one input set per
   case); nothing is timed. Kernel order per case: df (the case's plan),
   then cuDNN, then flash (uniform cases: one dense call each)."""
 import json
@@ -19,9 +19,13 @@ import bench  # noqa: E402
 def main():
     carry = Path(sys.argv[1]).resolve()
     wanted = sys.argv[2].split(",")
-    cases = {c["name"]: c for c in json.loads((carry / "cases.json").read_text())}
+    plans = {}
+    for c in json.loads((carry / "cases.json").read_text()):
+        plans[c["name"]] = (c, c["block"])
+        for a in c.get("alts", []):  # an alternative plan runs on its case's inputs
+            plans[a["name"]] = (c, a["block"])
     for name in wanted:
-        c = cases[name]
+        c, block = plans[name]
         lens, lmax = c["lens"], c["lmax"]
         B = len(lens)
         g = torch.Generator(device="cuda").manual_seed(1234)
@@ -29,7 +33,7 @@ def main():
         k = torch.randn(B, lmax, bench.HKV, bench.D, device="cuda", dtype=torch.float16, generator=g)
         v = torch.randn(B, lmax, bench.HKV, bench.D, device="cuda", dtype=torch.float16, generator=g)
         o = torch.empty(B, bench.HQ, bench.D, device="cuda", dtype=torch.float32)
-        dfk = bench.DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", c["block"])
+        dfk = bench.DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", block)
         try:
             dfk.launch(dfk.bind([q, k, v, o]))
             torch.cuda.synchronize()

@@ -81,10 +81,17 @@ static inline float weight(float m, float ref) {
   return m == -__builtin_inff() ? 0.0f : ex2(m - ref);
 }
 
-/* 16 bytes of a K/V row: read once, so not kept in L1; the L2 fetches the
-   whole 256-byte row, which the other lanes read next. */
+/* 16 bytes of a K/V row: read once, so not kept in L1. No L2 fetch-size
+   hint: with .L2::256B (the L2 fetching the whole 256-byte row at the
+   first lane's miss) every uniform case was 6-7 % slower on the H200
+   (bench/README.md, run J); -DKV_L2_HINT restores it for comparison. */
+#ifdef KV_L2_HINT
+#define KV_L2 ".L2::256B"
+#else
+#define KV_L2 ""
+#endif
 static inline void ldg16(const _Float16 *p, uint32_t *r) {
-  __asm__("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+  __asm__("ld.global.nc.L1::no_allocate" KV_L2 ".v4.u32 {%0, %1, %2, %3}, [%4];"
           : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
           : "l"(p));
 }
@@ -324,10 +331,10 @@ static inline SHARED warp_red *red_of(uint8_t *ws, uint32_t warp) {
 /* The shared-window address of a generic pointer into shared memory. */
 static inline uint32_t shared_addr(void *p) { return (uint32_t)(uint64_t)(SHARED void *)p; }
 
-/* 16 bytes global -> shared, not through L1; the L2 fetches the whole
-   256-byte row. Completion: cp.async.wait_group of the issuing thread. */
+/* 16 bytes global -> shared, not through L1 (the L2 fetch-size hint as
+   ldg16's). Completion: cp.async.wait_group of the issuing thread. */
 static inline void cp16(uint32_t dst, const _Float16 *src) {
-  __asm__ volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src)
+  __asm__ volatile("cp.async.cg.shared.global" KV_L2 " [%0], [%1], 16;" ::"r"(dst), "l"(src)
                    : "memory");
 }
 static inline void cp_commit(void) { __asm__ volatile("cp.async.commit_group;" ::: "memory"); }
