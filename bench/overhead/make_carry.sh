@@ -7,6 +7,8 @@
 #   chain_K_L   chain_plan.py chains of L edges: cluster (SMs 0,1, DSMEM),
 #               hbm (SMs 0,2: two clusters), hbm_in_cluster (SMs 0,1
 #               through HBM, as force-hbm-comms would); counting handlers
+#   echain_K_L  the kernel of chain_K_L's plan with empty handlers (the
+#               manifest line names the plan: "echain NAME PLAN KIND L")
 #   trace_*     traced copies (df_device_runtime_trace.bc, df/rt_trace.h)
 #               of disp_32 and chain_K_32 for the per-phase trace table:
 #               manifest lines "trace NAME KIND L" (KIND dispatch or K)
@@ -75,6 +77,9 @@ for kind in cluster hbm hbm_in_cluster hbm_direct; do
     fi
     kernel_and_blob "chain_${kind}_$len" "$tmp/chain.mlir" "$tmp/count.bc"
     echo "chain chain_${kind}_$len $kind $len" >>"$manifest"
+    # The same plan with empty handlers: the runtime's edge alone.
+    kernel_only "echain_${kind}_$len" "$tmp/chain.mlir" "$tmp/empty.bc"
+    echo "echain echain_${kind}_$len chain_${kind}_$len $kind $len" >>"$manifest"
     if [ "$len" = 32 ]; then traced "trace_${kind}_$len" "$tmp/chain.mlir" "$tmp/count.bc" "$kind" "$len"; fi
   done
 done

@@ -162,7 +162,9 @@ typedef struct loaded {
   CUdeviceptr out;
 } loaded;
 
-static void load_case(bench *b, const char *name, uint32_t block_size, loaded *l) {
+/* NAME.ptx with PLAN.dfplan (plan: NULL for NAME's own). */
+static void load_case_plan(bench *b, const char *name, const char *plan, uint32_t block_size,
+                           loaded *l) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s.ptx", b->dir, name);
   static char log[16384];
@@ -172,7 +174,7 @@ static void load_case(bench *b, const char *name, uint32_t block_size, loaded *l
     fprintf(stderr, "%s\n", log);
     die(path, st);
   }
-  snprintf(path, sizeof path, "%s/%s.dfplan", b->dir, name);
+  snprintf(path, sizeof path, "%s/%s.dfplan", b->dir, plan ? plan : name);
   CHECK(path, df_rt_plan_from_file(b->rt, path, &l->plan));
   df_rt_executable_options eo;
   memset(&eo, 0, sizeof eo);
@@ -182,6 +184,10 @@ static void load_case(bench *b, const char *name, uint32_t block_size, loaded *l
   eo.stream = b->stream;
   CHECK(name, df_rt_executable_create(l->mod, l->plan, &eo, &l->exe));
   l->out = 0;
+}
+
+static void load_case(bench *b, const char *name, uint32_t block_size, loaded *l) {
+  load_case_plan(b, name, NULL, block_size, l);
 }
 
 /* One watched launch first (5 s watchdog, docs/watchdog.md): a plan that
@@ -279,28 +285,33 @@ static void run_launch(bench *b, const char *name, double *df_dev, double *raw_d
 
 /* ---- (2) chains -------------------------------------------------------------------- */
 
+/* A chain: counting handlers (plan[0] == 0: NAME's own plan, Out checked
+   = L + 1), or empty handlers on the counting case's plan (plan: that
+   case; nothing writes Out, so it must stay 0 — the counting case proves
+   the wiring of the same plan). */
 typedef struct chain_case {
-  char name[64], kind[32];
+  char name[64], kind[32], plan[64];
   uint32_t length;
 } chain_case;
 
-static void run_chains(bench *b, const chain_case *c, uint32_t n, const char *kind,
+static void run_chains(bench *b, const chain_case *c, uint32_t n, const char *kind, bool empty,
                        double *slope_us) {
   double x[MAX_CASES], y[MAX_CASES];
   uint32_t m = 0;
   for (uint32_t i = 0; i < n; i++) {
-    if (strcmp(c[i].kind, kind))
+    if (strcmp(c[i].kind, kind) || empty != (c[i].plan[0] != 0))
       continue;
     loaded l;
-    load_case(b, c[i].name, 128, &l);
+    load_case_plan(b, c[i].name, empty ? c[i].plan : NULL, 128, &l);
     bind_out(b, &l, 1);
     target t = {l.exe, 0};
     double us = device_us(b, &t);
     float got = 0;
     CHECK("read Out", df_rt_memcpy_dtoh(b->dev, b->stream, &got, l.out, sizeof got));
-    if (got != (float)(c[i].length + 1)) {
-      fprintf(stderr, "overhead_bench: %s: Out = %g, expected %u (chain broken)\n", c[i].name,
-              (double)got, c[i].length + 1);
+    const float want = empty ? 0.0f : (float)(c[i].length + 1);
+    if (got != want) {
+      fprintf(stderr, "overhead_bench: %s: Out = %g, expected %g (%s)\n", c[i].name,
+              (double)got, (double)want, empty ? "empty handlers wrote Out" : "chain broken");
       exit(1);
     }
     printf("| %s | %u | %.2f | %.3f |\n", kind, c[i].length, us, us / c[i].length);
@@ -472,13 +483,20 @@ int main(int argc, char **argv) {
   uint32_t nd = 0, nc = 0, replan_block = 0, replan_lmax = 0;
   char launch_name[64] = "", replan_name[64] = "", line[512];
   while (fgets(line, sizeof line, f)) {
-    char kind[32], name[64], sub[32];
+    char kind[32], name[64], sub[32], plan[64];
     uint32_t v = 0, w = 0;
     if (sscanf(line, "dispatch %63s %u", name, &v) == 2 && nd < MAX_CASES) {
       snprintf(disp[nd].name, sizeof disp[nd].name, "%s", name);
       disp[nd++].per_sm = v;
     } else if (sscanf(line, "chain %63s %31s %u", name, sub, &v) == 3 && nc < MAX_CASES) {
       snprintf(chains[nc].name, sizeof chains[nc].name, "%s", name);
+      snprintf(chains[nc].kind, sizeof chains[nc].kind, "%s", sub);
+      chains[nc].plan[0] = 0;
+      chains[nc++].length = v;
+    } else if (sscanf(line, "echain %63s %63s %31s %u", name, plan, sub, &v) == 4 &&
+               nc < MAX_CASES) {
+      snprintf(chains[nc].name, sizeof chains[nc].name, "%s", name);
+      snprintf(chains[nc].plan, sizeof chains[nc].plan, "%s", plan);
       snprintf(chains[nc].kind, sizeof chains[nc].kind, "%s", sub);
       chains[nc++].length = v;
     } else if (sscanf(line, "trace %63s %31s %u", name, sub, &v) == 3 && nt < MAX_CASES) {
@@ -518,16 +536,27 @@ int main(int argc, char **argv) {
 
   double ns_instr = NAN, cl_edge = NAN, hbm_edge = NAN, hbmc_edge = NAN, hbmd_edge = NAN,
          df_dev = NAN, raw_dev = NAN;
+  /* Edges with empty handlers (issue 10's definition: the runtime's cost
+     of an edge) and with counting handlers (+ one input read, an add and
+     an output write through the handler ABI). */
+  double ecl = NAN, ehbm = NAN, ehbmc = NAN, ehbmd = NAN;
   if (nd)
     run_dispatch(&b, disp, nd, &ns_instr);
   if (nc) {
     printf("\n### Edge latency: chains of L dependent one-input REDUCEs bouncing between two "
            "CTAs (Out checked = L + 1)\n\n| edge | L | device us | us per edge (whole run / L) |\n"
            "|---|---|---|---|\n");
-    run_chains(&b, chains, nc, "cluster", &cl_edge);
-    run_chains(&b, chains, nc, "hbm", &hbm_edge);
-    run_chains(&b, chains, nc, "hbm_in_cluster", &hbmc_edge);
-    run_chains(&b, chains, nc, "hbm_direct", &hbmd_edge);
+    run_chains(&b, chains, nc, "cluster", false, &cl_edge);
+    run_chains(&b, chains, nc, "hbm", false, &hbm_edge);
+    run_chains(&b, chains, nc, "hbm_in_cluster", false, &hbmc_edge);
+    run_chains(&b, chains, nc, "hbm_direct", false, &hbmd_edge);
+    printf("\n### Edge latency, empty handlers: the same plans, handlers that return at once "
+           "(the runtime's receive, dispatch and send alone; Out checked = 0)\n\n"
+           "| edge | L | device us | us per edge (whole run / L) |\n|---|---|---|---|\n");
+    run_chains(&b, chains, nc, "cluster", true, &ecl);
+    run_chains(&b, chains, nc, "hbm", true, &ehbm);
+    run_chains(&b, chains, nc, "hbm_in_cluster", true, &ehbmc);
+    run_chains(&b, chains, nc, "hbm_direct", true, &ehbmd);
   }
   if (launch_name[0])
     run_launch(&b, launch_name, &df_dev, &raw_dev);
@@ -554,11 +583,17 @@ int main(int argc, char **argv) {
   printf("\n### Against the targets of issue 10\n\n| quantity | measured | target | met |\n"
          "|---|---|---|---|\n");
   target_row("ns per dispatched instruction", ns_instr, "", 100, "<= 100");
-  target_row("cluster edge (DSMEM)", cl_edge, " us", 1.0, "<= 1 us");
-  target_row("HBM edge (other cluster)", hbm_edge, " us", 2.0, "<= 2 us");
-  target_row("HBM edge inside a cluster (force-HBM)", hbmc_edge, " us", 2.0, "<= 2 us");
-  target_row("HBM edge, direct-global slots (hbm-direct-global=true)", hbmd_edge, " us", 2.0,
+  target_row("cluster edge (DSMEM), empty handlers", ecl, " us", 1.0, "<= 1 us");
+  target_row("HBM edge (other cluster), empty handlers", ehbm, " us", 2.0, "<= 2 us");
+  target_row("HBM edge inside a cluster (force-HBM), empty handlers", ehbmc, " us", 2.0,
              "<= 2 us");
+  target_row("HBM edge, direct-global slots, empty handlers", ehbmd, " us", 2.0, "<= 2 us");
+  target_row("cluster edge (DSMEM), counting handlers", cl_edge, " us", 1.0, "<= 1 us");
+  target_row("HBM edge (other cluster), counting handlers", hbm_edge, " us", 2.0, "<= 2 us");
+  target_row("HBM edge inside a cluster (force-HBM), counting handlers", hbmc_edge, " us", 2.0,
+             "<= 2 us");
+  target_row("HBM edge, direct-global slots (hbm-direct-global=true), counting handlers",
+             hbmd_edge, " us", 2.0, "<= 2 us");
   target_row("launch: df near-empty plan - empty kernel (device)", df_dev - raw_dev, " us", NAN,
              "-");
 

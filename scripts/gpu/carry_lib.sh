@@ -16,10 +16,16 @@ cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconv
 # device runtime instead of the embedded one: scripts/gpu/make_runtime_bc.sh)
 # and $dir/NAME.dfplan.
 kernel_and_blob() {
+  kernel_only "$@"
+  "$bin/df-translate" --df-to-plan "$2" -o "$dir/$1.dfplan"
+}
+
+# kernel_only NAME MLIR HANDLERS_BC: $dir/NAME.ptx alone, as kernel_and_blob
+# (another kernel for a plan written under another name).
+kernel_only() {
   local rt=()
   [ -n "${DF_RUNTIME_BC:-}" ] && rt=(--df-runtime="$DF_RUNTIME_BC")
   "$bin/df-translate" --df-to-ptx --df-link="$3" "${rt[@]}" "$2" -o "$dir/$1.ptx"
-  "$bin/df-translate" --df-to-plan "$2" -o "$dir/$1.dfplan"
 }
 
 # plan_files NAME PROGRAM HANDLERS_BC SCHEDULE [LAYOUT]: schedules PROGRAM
