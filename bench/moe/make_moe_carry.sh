@@ -27,6 +27,8 @@
 # usage: bench/moe/make_moe_carry.sh DIR
 #   (env: DF_BIN, MOE_SEED, MOE_TOKENS="128 256 512 1024",
 #    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER,
+#    MOE_TILE: most tokens per task (moe_fused_gen --tile, default 64 =
+#    the handlers' MOE_TT; smaller tiles make more, lighter tasks),
 #    MOE_HANDLERS=FILE: another handler source, e.g. an earlier revision's
 #    from `git show REV:examples/moe/moe_fused_handlers.c`, for a before/after
 #    table; MOE_CFLAGS: extra clang flags, e.g. -DMOE_GU_RING=... ring
@@ -58,7 +60,7 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
     d="$vd/t$t"
     mkdir -p "$d"
     "$bin/moe_fused_gen" "$d" --experts 32 --tokens "$t" --clusters $((sms / cs)) --seed "$seed" \
-      >"$d/gen.txt"
+      --tile "${MOE_TILE:-64}" >"$d/gen.txt"
     "$bin/df-opt" "$tmp/moe$cs.mlir" \
       --df-schedule="sm-count=$sms cluster-size=$cs block-size=64 $(cat "$d/schedule.txt")" \
       --df-layout-slots="per-cta-shared=true ${MOE_LAYOUT:-}" -o "$tmp/plan.mlir"
