@@ -23,9 +23,10 @@
 #include "../bench_util.h"
 #include "df/rt_trace.h"
 #include "df/runtime.h"
+#include "overhead_manifest.h"
 #include "overhead_trace.h"
 
-#define MAX_CASES 64
+#define MAX_CASES OV_MAX_CASES
 #define SPIN_CYCLES 40000ull /* ~20 us at 1.98 GHz */
 
 /* An empty kernel and a clock spin, compiled by the driver's JIT. */
@@ -224,12 +225,7 @@ static uint32_t instr_count(const loaded *l) {
 
 /* ---- (1) dispatch, (3) launch --------------------------------------------------- */
 
-typedef struct dispatch_case {
-  char name[64];
-  uint32_t per_sm;
-} dispatch_case;
-
-static void run_dispatch(bench *b, const dispatch_case *c, uint32_t n, double *slope_ns) {
+static void run_dispatch(bench *b, const ov_dispatch_case *c, uint32_t n, double *slope_ns) {
   printf("\n### Dispatch: N empty ITERs per SM (partial-only plans, no comms)\n\n"
          "| ITERs per SM | instructions | device us | us per ITER per SM |\n|---|---|---|---|\n");
   double x[MAX_CASES], y[MAX_CASES];
@@ -285,16 +281,7 @@ static void run_launch(bench *b, const char *name, double *df_dev, double *raw_d
 
 /* ---- (2) chains -------------------------------------------------------------------- */
 
-/* A chain: counting handlers (plan[0] == 0: NAME's own plan, Out checked
-   = L + 1), or empty handlers on the counting case's plan (plan: that
-   case; nothing writes Out, so it must stay 0 — the counting case proves
-   the wiring of the same plan). */
-typedef struct chain_case {
-  char name[64], kind[32], plan[64];
-  uint32_t length;
-} chain_case;
-
-static void run_chains(bench *b, const chain_case *c, uint32_t n, const char *kind, bool empty,
+static void run_chains(bench *b, const ov_chain_case *c, uint32_t n, const char *kind, bool empty,
                        double *slope_us) {
   double x[MAX_CASES], y[MAX_CASES];
   uint32_t m = 0;
@@ -328,17 +315,12 @@ static void run_chains(bench *b, const chain_case *c, uint32_t n, const char *ki
 
 /* ---- (5) traced cases ------------------------------------------------------------------ */
 
-typedef struct trace_case {
-  char name[64], kind[32];
-  uint32_t length; /* chain: edges; dispatch: ITERs per SM */
-} trace_case;
-
 /* One traced case (a kernel built on df_device_runtime_trace.bc): timed
    like the others (for the tracing's own cost), then df_rt_trace_buf is
    zeroed, one more launch fills it and its stamps are read back and
    reported phase by phase (overhead_trace.c). `untraced` is the matching
    fit of the untraced cases (NAN if not run). */
-static void run_trace(bench *b, const trace_case *c, double untraced) {
+static void run_trace(bench *b, const ov_trace_case *c, double untraced) {
   loaded l;
   load_case(b, c->name, 128, &l);
   bind_out(b, &l, 1);
@@ -476,45 +458,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "overhead_bench: cannot open %s\n", path);
     return 1;
   }
-  dispatch_case disp[MAX_CASES];
-  chain_case chains[MAX_CASES];
-  trace_case traces[MAX_CASES];
-  uint32_t nt = 0;
-  uint32_t nd = 0, nc = 0, replan_block = 0, replan_lmax = 0;
-  char launch_name[64] = "", replan_name[64] = "", line[512];
-  while (fgets(line, sizeof line, f)) {
-    char kind[32], name[64], sub[32], plan[64];
-    uint32_t v = 0, w = 0;
-    if (sscanf(line, "dispatch %63s %u", name, &v) == 2 && nd < MAX_CASES) {
-      snprintf(disp[nd].name, sizeof disp[nd].name, "%s", name);
-      disp[nd++].per_sm = v;
-    } else if (sscanf(line, "chain %63s %31s %u", name, sub, &v) == 3 && nc < MAX_CASES) {
-      snprintf(chains[nc].name, sizeof chains[nc].name, "%s", name);
-      snprintf(chains[nc].kind, sizeof chains[nc].kind, "%s", sub);
-      chains[nc].plan[0] = 0;
-      chains[nc++].length = v;
-    } else if (sscanf(line, "echain %63s %63s %31s %u", name, plan, sub, &v) == 4 &&
-               nc < MAX_CASES) {
-      snprintf(chains[nc].name, sizeof chains[nc].name, "%s", name);
-      snprintf(chains[nc].plan, sizeof chains[nc].plan, "%s", plan);
-      snprintf(chains[nc].kind, sizeof chains[nc].kind, "%s", sub);
-      chains[nc++].length = v;
-    } else if (sscanf(line, "trace %63s %31s %u", name, sub, &v) == 3 && nt < MAX_CASES) {
-      snprintf(traces[nt].name, sizeof traces[nt].name, "%s", name);
-      snprintf(traces[nt].kind, sizeof traces[nt].kind, "%s", sub);
-      traces[nt++].length = v;
-    } else if (sscanf(line, "launch %63s", name) == 1) {
-      snprintf(launch_name, sizeof launch_name, "%s", name);
-    } else if (sscanf(line, "replan %63s %u %u", name, &v, &w) == 3) {
-      snprintf(replan_name, sizeof replan_name, "%s", name);
-      replan_block = v;
-      replan_lmax = w;
-    } else if (sscanf(line, "%31s", kind) == 1) {
-      fprintf(stderr, "overhead_bench: %s: unknown line: %s", path, line);
-      return 1;
-    }
-  }
+  ov_manifest *mp = calloc(1, sizeof *mp); /* ~20 KB: not on the stack */
+  int bad = !mp || ov_manifest_read(f, path, mp, stderr);
   fclose(f);
+  if (bad) {
+    free(mp);
+    return 1;
+  }
+  const ov_manifest *man = mp;
 
   CHECK("runtime", df_rt_create(NULL, &b.rt));
   b.cu = df_rt_driver(b.rt);
@@ -540,44 +491,44 @@ int main(int argc, char **argv) {
      of an edge) and with counting handlers (+ one input read, an add and
      an output write through the handler ABI). */
   double ecl = NAN, ehbm = NAN, ehbmc = NAN, ehbmd = NAN;
-  if (nd)
-    run_dispatch(&b, disp, nd, &ns_instr);
-  if (nc) {
+  if (man->nd)
+    run_dispatch(&b, man->disp, man->nd, &ns_instr);
+  if (man->nc) {
     printf("\n### Edge latency: chains of L dependent one-input REDUCEs bouncing between two "
            "CTAs (Out checked = L + 1)\n\n| edge | L | device us | us per edge (whole run / L) |\n"
            "|---|---|---|---|\n");
-    run_chains(&b, chains, nc, "cluster", false, &cl_edge);
-    run_chains(&b, chains, nc, "hbm", false, &hbm_edge);
-    run_chains(&b, chains, nc, "hbm_in_cluster", false, &hbmc_edge);
-    run_chains(&b, chains, nc, "hbm_direct", false, &hbmd_edge);
+    run_chains(&b, man->chains, man->nc, "cluster", false, &cl_edge);
+    run_chains(&b, man->chains, man->nc, "hbm", false, &hbm_edge);
+    run_chains(&b, man->chains, man->nc, "hbm_in_cluster", false, &hbmc_edge);
+    run_chains(&b, man->chains, man->nc, "hbm_direct", false, &hbmd_edge);
     printf("\n### Edge latency, empty handlers: the same plans, handlers that return at once "
            "(the runtime's receive, dispatch and send alone; Out checked = 0)\n\n"
            "| edge | L | device us | us per edge (whole run / L) |\n|---|---|---|---|\n");
-    run_chains(&b, chains, nc, "cluster", true, &ecl);
-    run_chains(&b, chains, nc, "hbm", true, &ehbm);
-    run_chains(&b, chains, nc, "hbm_in_cluster", true, &ehbmc);
-    run_chains(&b, chains, nc, "hbm_direct", true, &ehbmd);
+    run_chains(&b, man->chains, man->nc, "cluster", true, &ecl);
+    run_chains(&b, man->chains, man->nc, "hbm", true, &ehbm);
+    run_chains(&b, man->chains, man->nc, "hbm_in_cluster", true, &ehbmc);
+    run_chains(&b, man->chains, man->nc, "hbm_direct", true, &ehbmd);
   }
-  if (launch_name[0])
-    run_launch(&b, launch_name, &df_dev, &raw_dev);
-  if (replan_name[0])
-    run_replan(&b, replan_name, replan_block, replan_lmax);
-  if (nt)
+  if (man->launch[0])
+    run_launch(&b, man->launch, &df_dev, &raw_dev);
+  if (man->replan[0])
+    run_replan(&b, man->replan, man->replan_block, man->replan_lmax);
+  if (man->nt)
     printf("\n### Per-phase trace (df_device_runtime_trace.bc; one launch each, read from "
            "df_rt_trace_buf; not used for the fits above)\n\nPoints and phases: "
            "docs/device-runtime.md (Trace). Times in ns from %%globaltimer, cycles from "
            "%%clock64; medians over the steady state (first %u and last %u instructions or "
            "edges left out).\n",
            OV_TRACE_SKIP, OV_TRACE_TAIL);
-  for (uint32_t i = 0; i < nt; i++) {
-    const char *k = traces[i].kind;
+  for (uint32_t i = 0; i < man->nt; i++) {
+    const char *k = man->traces[i].kind;
     double ref = !strcmp(k, "dispatch")         ? ns_instr
                  : !strcmp(k, "cluster")        ? cl_edge
                  : !strcmp(k, "hbm")            ? hbm_edge
                  : !strcmp(k, "hbm_in_cluster") ? hbmc_edge
                  : !strcmp(k, "hbm_direct")     ? hbmd_edge
                                                 : NAN;
-    run_trace(&b, &traces[i], ref);
+    run_trace(&b, &man->traces[i], ref);
   }
 
   printf("\n### Against the targets of issue 10\n\n| quantity | measured | target | met |\n"
@@ -603,5 +554,6 @@ int main(int argc, char **argv) {
   df_rt_stream_destroy(b.stream);
   df_rt_device_close(b.dev);
   df_rt_destroy(b.rt);
+  free(mp);
   return 0;
 }

@@ -15,6 +15,7 @@ mkdir -p "$out"
 source "$root/scripts/gpu/build_dfrt.sh"
 build_dfrt "$build" dfrt_overhead overhead_bench "$out/build.log" \
   "add_executable(overhead_bench $root/bench/overhead/overhead_bench.c
+  $root/bench/overhead/overhead_manifest.c
   $root/bench/overhead/overhead_trace.c $root/bench/bench_util.c)
 target_link_libraries(overhead_bench PRIVATE dfrt m)"
 "$(find "$build" -name overhead_bench -type f -perm -u+x | head -1)" "$dir" | tee "$out/table.md"
