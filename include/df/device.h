@@ -40,6 +40,16 @@ typedef struct df_ctx {
      declare none. */
   uint8_t *workspace;
   uint32_t workspace_bytes;
+  /* Input 0's and the output's addresses, resolved from the records ahead
+     of the call (the device runtime does it for cluster-receiving
+     instructions while the receive waits, so the handler does not chase
+     args -> input list -> slot record after the data lands; the host
+     backend for every call). Valid only while
+     `resolved_for` equals `args`: a composite handler's later parts, and
+     every call that was not resolved, read the records. */
+  const df_abi_args *resolved_for;
+  void *resolved_input0; /* NULL when the instruction has no input */
+  void *resolved_output; /* NULL when it has no output slot */
 } df_ctx;
 
 /* A handler: one function per handler id (variants included). */
@@ -78,11 +88,24 @@ DF_DEVICE_INLINE uint32_t df_ctx_input_count(const df_ctx *c) {
   return c->args->input_slot_count;
 }
 DF_DEVICE_INLINE void *df_ctx_input(const df_ctx *c, uint32_t i) {
+  if (i == 0 && c->resolved_for == c->args)
+    return c->resolved_input0;
   return df_slot_ptr(c, c->input_slots[c->args->input_slot_offset + i]);
 }
 /* NULL when the instruction has no output slot. */
 DF_DEVICE_INLINE void *df_ctx_output(const df_ctx *c) {
+  if (c->resolved_for == c->args)
+    return c->resolved_output;
   return c->args->output_slot == DF_SENTINEL ? (void *)0 : df_slot_ptr(c, c->args->output_slot);
+}
+/* Fills the resolved addresses of df_ctx for the call over `args`, from
+   the records `c` points at now. */
+DF_DEVICE_INLINE void df_ctx_resolve(df_ctx *c, const df_abi_args *args) {
+  c->resolved_input0 =
+      args->input_slot_count ? df_slot_ptr(c, c->input_slots[args->input_slot_offset]) : (void *)0;
+  c->resolved_output =
+      args->output_slot == DF_SENTINEL ? (void *)0 : df_slot_ptr(c, args->output_slot);
+  c->resolved_for = args;
 }
 
 DF_DEVICE_INLINE void *df_ctx_tensor(const df_ctx *c, uint32_t i) {

@@ -27,7 +27,12 @@ extern "C" {
 #define DF_FEATURE_HBM_BULK (1u << 6)      /* segmented HBM transfers, kinds 6/7: bulk copies */
 #define DF_FEATURE_DIRECT_GLOBAL (1u << 7) /* slots with HBM_DIRECT_GLOBAL */
 #define DF_FEATURE_SCRATCH (1u << 8)       /* slots with SCRATCH_BACKED */
-#define DF_FEATURES_ALL 0x1FFu
+/* A cluster send from a scratch-backed slot: the plan's source lifetime
+   is not precomputed (REFERENCE 5.5), so where its action (args word 14)
+   is 0 the guard still tests the pending source ranges at run time.
+   Without it the packer's actions are trusted as they are. */
+#define DF_FEATURE_SOURCE_TEST (1u << 9)
+#define DF_FEATURES_ALL 0x3FFu
 /* Not a protocol path: the records come from df_embedded_plan. */
 #define DF_FEATURE_EMBEDDED_PLAN (1u << 16)
 
@@ -38,8 +43,12 @@ static inline uint32_t df_plan_features_of(const df_abi_comm *comms, uint32_t co
   uint32_t f = cluster_size > 1 ? DF_FEATURE_CLUSTER : 0;
   for (uint32_t i = 0; i < comm_count; i++) {
     uint32_t k = comms[i].kind;
-    if (k == DF_COMM_CLUSTER_SEND)
+    if (k == DF_COMM_CLUSTER_SEND) {
       f |= DF_FEATURE_CLUSTER_SEND;
+      uint32_t src = comms[i].src_slot_id;
+      if (src < slot_count && (slots[src].flags & DF_SLOT_FLAG_SCRATCH_BACKED))
+        f |= DF_FEATURE_SOURCE_TEST;
+    }
     else if (k == DF_COMM_CLUSTER_RECV)
       f |= DF_FEATURE_CLUSTER_RECV;
     else if (k == DF_COMM_CLUSTER_RELEASE)

@@ -29,7 +29,8 @@ uint32_t df_packed_features(const df_packed *k) {
 void df_features_name(uint32_t f, char *buf, size_t cap) {
   static const char *const names[] = {"cluster", "cluster_send", "cluster_recv",
                                       "release", "gated",        "hbm",
-                                      "hbm_bulk", "direct_global", "scratch"};
+                                      "hbm_bulk", "direct_global", "scratch",
+                                      "source_test"};
   size_t n = 0;
   buf[0] = '\0';
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -57,6 +57,7 @@ static df_status run_one(hb_run *r, hb_cta *c, uint32_t instr, const df_abi_args
   df_ctx ctx;
   make_ctx(r, c, instr, &ctx);
   ctx.args = a;
+  df_ctx_resolve(&ctx, a);
   DF_TRY(hb_run_handler(r, &ctx, fn));
   DF_TRY(hb_check_guards(r, c->id, instr));
   uint32_t out = a->output_slot;
@@ -88,6 +89,9 @@ static df_status run_fused(hb_run *r, hb_cta *c, uint32_t instr, uint32_t h) {
   }
   df_ctx ctx;
   make_ctx(r, c, instr, &ctx);
+  /* Part 0's addresses; the composite's later parts move args and so
+     read the records, as on the device. */
+  df_ctx_resolve(&ctx, ctx.args);
   DF_TRY(hb_run_handler(r, &ctx, r->handlers[h]));
   DF_TRY(hb_check_guards(r, c->id, instr));
   for (uint32_t i = 0; i < parts; i++) {
