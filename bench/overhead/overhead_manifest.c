@@ -1,6 +1,7 @@
 /* bench/overhead's manifest reader (overhead_manifest.h). */
 #include "overhead_manifest.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* Whether `line` is exactly `n` fields of sscanf format `fmt` (no more). */
@@ -9,6 +10,19 @@
 static int too_many(FILE *err, const char *path, uint32_t no, const char *what) {
   fprintf(err, "overhead_bench: %s:%u: more than %u %s cases\n", path, no, OV_MAX_CASES, what);
   return -1;
+}
+
+/* One chain case (plan "" for a counting chain); false when full. */
+static bool add_chain(ov_manifest *m, const char *name, const char *plan, const char *kind,
+                      uint32_t length) {
+  if (m->nc == OV_MAX_CASES)
+    return false;
+  ov_chain_case *c = &m->chains[m->nc++];
+  snprintf(c->name, sizeof c->name, "%s", name);
+  snprintf(c->plan, sizeof c->plan, "%s", plan);
+  snprintf(c->kind, sizeof c->kind, "%s", kind);
+  c->length = length;
+  return true;
 }
 
 int ov_manifest_read(FILE *f, const char *path, ov_manifest *m, FILE *err) {
@@ -25,21 +39,12 @@ int ov_manifest_read(FILE *f, const char *path, ov_manifest *m, FILE *err) {
       snprintf(m->disp[m->nd].name, sizeof m->disp[m->nd].name, "%s", name);
       m->disp[m->nd++].per_sm = v;
     } else if (!strcmp(kind, "chain") && SCAN(3, "chain %63s %31s %u", name, sub, &v)) {
-      if (m->nc == OV_MAX_CASES)
+      if (!add_chain(m, name, "", sub, v))
         return too_many(err, path, no, "chain");
-      ov_chain_case *c = &m->chains[m->nc++];
-      snprintf(c->name, sizeof c->name, "%s", name);
-      snprintf(c->kind, sizeof c->kind, "%s", sub);
-      c->length = v;
     } else if (!strcmp(kind, "echain") &&
                SCAN(4, "echain %63s %63s %31s %u", name, plan, sub, &v)) {
-      if (m->nc == OV_MAX_CASES)
+      if (!add_chain(m, name, plan, sub, v))
         return too_many(err, path, no, "chain");
-      ov_chain_case *c = &m->chains[m->nc++];
-      snprintf(c->name, sizeof c->name, "%s", name);
-      snprintf(c->plan, sizeof c->plan, "%s", plan);
-      snprintf(c->kind, sizeof c->kind, "%s", sub);
-      c->length = v;
     } else if (!strcmp(kind, "trace") && SCAN(3, "trace %63s %31s %u", name, sub, &v)) {
       if (m->nt == OV_MAX_CASES)
         return too_many(err, path, no, "trace");
