@@ -3,6 +3,12 @@
    receives, HBM receives, handler, HBM issues, sends. */
 #include "runtime.h"
 
+/* A/B build switch (scripts/gpu/make_runtime_bc.sh ... -DDF_RT_RESOLVE=0):
+   no resolved handler addresses on cluster receives. */
+#ifndef DF_RT_RESOLVE
+#define DF_RT_RESOLVE 1
+#endif
+
 /* Dynamic shared memory (REFERENCE 6): [mbarriers x barrier_count]
    [ACK mbarriers x cluster_ack_count][ACK bit-words][HBM issued bit-words]
    ... slot arena at shared_slot_base_offset; compiler scratch at
@@ -245,8 +251,8 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
        record on the edge's critical path (bench/overhead, run L: -0.12 us
        per cluster edge). Not for HBM receives: there the same work before
        the poll costs more than it saves (+0.05 us, run J). */
-    const bool resolved =
-        handler_id != DF_SENTINEL && (kinds & DF_KIND_BIT(DF_COMM_CLUSTER_RECV));
+    const bool resolved = DF_RT_RESOLVE && handler_id != DF_SENTINEL &&
+                          (kinds & DF_KIND_BIT(DF_COMM_CLUSTER_RECV));
     if (resolved) {
       df_ctx_resolve(&ctx, a);
     } else { /* nothing carried from an earlier instruction */

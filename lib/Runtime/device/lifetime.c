@@ -6,6 +6,12 @@
    where the action is 0, the source ranges still outstanding. */
 #include "runtime.h"
 
+/* A/B build switch (-DDF_RT_SOURCE_TEST_ALWAYS=1): the run-time test on
+   every plan, as before run L. */
+#ifndef DF_RT_SOURCE_TEST_ALWAYS
+#define DF_RT_SOURCE_TEST_ALWAYS 0
+#endif
+
 static bool pending_overlap(const df_rt *rt, uint32_t slot_id) {
   if (slot_id == DF_SENTINEL)
     return false;
@@ -42,7 +48,8 @@ void df_rt_source_guard(df_rt *rt, const df_abi_args *a, const df_abi_comm *c, u
     /* Precomputed source lifetime (REFERENCE 5.5): 0 means the packer
        found no write over a pending source. The run-time test cost
        0.23 us per cluster edge (bench/overhead, run L). */
-    if (!DF_HAS(DF_FEATURE_SOURCE_TEST) || !writes_pending(rt, a, c, n))
+    if (!(DF_HAS(DF_FEATURE_SOURCE_TEST) || DF_RT_SOURCE_TEST_ALWAYS) ||
+        !writes_pending(rt, a, c, n))
       return;
     action = DF_SOURCE_WAIT_ALL;
   }
