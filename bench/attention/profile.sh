@@ -11,12 +11,10 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: profile.sh CARRY OUT CASES}"
 out="${2:?usage: profile.sh CARRY OUT CASES}"
 cases="${3:?usage: profile.sh CARRY OUT CASES}"
-build="$root/build-bench-gpu"
 mkdir -p "$out"
 # shellcheck source=scripts/gpu/build_dfrt.sh
 source "$root/scripts/gpu/build_dfrt.sh"
-build_dfrt "$build" dfrt_bench dfrt "$out/build.log"
-lib="$(dirname "$(find "$build" -name 'libdfrt.so' | head -1)")"
+lib="$(bench_dfrt_lib "$out")"
 ncu_bin="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
 kernels='regex:df_persistent_kernel|cudnn|sdpa|fmha|flash|attention'
 metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed

@@ -8,10 +8,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: run.sh DIR [OUT]}"
 out="${2:-${OUT:-$root/bench-out}}"
-build="$root/build-bench-gpu"
 mkdir -p "$out"
 # shellcheck source=scripts/gpu/build_dfrt.sh
 source "$root/scripts/gpu/build_dfrt.sh"
-build_dfrt "$build" dfrt_bench dfrt "$out/build.log"
-lib="$(dirname "$(find "$build" -name 'libdfrt.so' | head -1)")"
+lib="$(bench_dfrt_lib "$out")"
 DF_RT_LIB_DIR="$lib" PYTHONUNBUFFERED=1 python3 "$root/bench/attention/bench.py" "$dir" "$out"

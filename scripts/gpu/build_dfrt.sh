@@ -33,3 +33,12 @@ CMAKE
   cmake --build "$build" -j "$(nproc)" --target "$target" >>"$log" 2>&1 \
     || { tail -30 "$log"; exit 1; }
 }
+
+# bench_dfrt_lib OUT: libdfrt.so built in $root/build-bench-gpu (log:
+# OUT/build.log); prints the folder that holds it, for DF_RT_LIB_DIR of
+# the Python benches (bench/attention run.sh, profile.sh).
+bench_dfrt_lib() {
+  local build="$root/build-bench-gpu"
+  build_dfrt "$build" dfrt_bench dfrt "$1/build.log" >&2
+  dirname "$(find "$build" -name 'libdfrt.so' | head -1)"
+}
