@@ -255,7 +255,10 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
                           (kinds & DF_KIND_BIT(DF_COMM_CLUSTER_RECV));
     if (resolved) {
       df_ctx_resolve(&ctx, a);
-    } else { /* nothing carried from an earlier instruction */
+    } else {
+      /* Not read (resolved_for is cleared below), but without these
+         stores the addresses stay live around the whole loop: the MoE
+         kernel spilled at 255 registers. */
       ctx.resolved_input0 = (void *)0;
       ctx.resolved_output = (void *)0;
     }
