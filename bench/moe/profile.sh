@@ -5,7 +5,10 @@
 # bench/moe/make_moe_carry.sh DIR) and of grouped_mm's kernels, with the
 # counters at the clocks the card runs at (--clock-control none).
 # Writes OUT/ncu-moe.txt (df kernel, every section of --set full) and
-# OUT/ncu-gmm.txt (the first grouped GEMM kernels).
+# OUT/ncu-gmm.txt (the first two kernels whose names match MOE_GMM_KERNELS,
+# default '[Gg]rouped': in run J that caught only grouped_mm's
+# prepare_grouped_gemm_data kernels, not its GEMMs, whose names were not
+# seen; set the regex once they are known).
 # usage: bash bench/moe/profile.sh CARRY OUT
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -17,5 +20,5 @@ bench=(python3 "$root/bench/moe/moe_bench.py" "$dir" --out "$out/bench" --iters 
        --sets 1 --block-dims 256)
 "$ncu_bin" --clock-control none --set full -k regex:df_persistent_kernel -c 1 "${bench[@]}" \
   >"$out/ncu-moe.txt" 2>&1 || true
-"$ncu_bin" --clock-control none --set full -k regex:'[Gg]rouped|grouped_gemm' -c 2 "${bench[@]}" \
+"$ncu_bin" --clock-control none --set full -k "regex:${MOE_GMM_KERNELS:-[Gg]rouped}" -c 2 "${bench[@]}" \
   >"$out/ncu-gmm.txt" 2>&1 || true
