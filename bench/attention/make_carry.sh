@@ -10,6 +10,7 @@
 # plans (cases.json "alts": even-split, round_robin, same kernel; CASE.stS:
 # the case's plan with handlers built with -DKV_STAGES=S, the program's
 # partial declaring df.workspace_bytes = the alt's workspace_bytes).
+# CARRY_PLANS=NAME[,NAME...] makes only those plans (cases.json lists all).
 # usage: bench/attention/make_carry.sh DIR    (then, on the GPU machine:
 #        bash bench/attention/run.sh DIR OUT)
 set -euo pipefail
@@ -29,6 +30,7 @@ for c in json.load(open(sys.argv[1])):
               len(c["lens"]), per_task, p["opts"], sep="\t")
 PY
 while IFS=$'\t' read -r name lmax block extra ws seqs lens opts; do
+  [ -n "${CARRY_PLANS:-}" ] && [[ ",$CARRY_PLANS," != *",$name,"* ]] && continue
   [ "$extra" = - ] && extra=""
   bc="$tmp/gqa_$lmax${extra//[^A-Za-z0-9]/_}.bc"
   # shellcheck disable=SC2086 # extra: compiler flags of a variant

@@ -7,7 +7,7 @@ mirrors (``_ctypes.check_layouts``)."""
 from __future__ import annotations
 
 from ctypes import (POINTER, Structure, c_bool, c_char, c_char_p, c_double, c_int, c_int64,
-                    c_size_t, c_uint32, c_uint64, c_void_p)
+                    c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
 
 from . import _ctypes as C
 
@@ -101,9 +101,11 @@ def declare_runtime(dll) -> None:
         ("df_rt_mem_free", S, P, c_uint64),
         ("df_rt_memcpy_htod", S, P, P, c_uint64, c_void_p, c_size_t),
         ("df_rt_memcpy_dtoh", S, P, P, c_void_p, c_uint64, c_size_t),
+        ("df_rt_memset_d8", S, P, P, c_uint64, c_uint8, c_size_t),
         ("df_rt_stream_synchronize", S, P, P),
         ("df_rt_module_load", S, P, c_void_p, c_size_t, POINTER(df_rt_module_options), pP),
         ("df_rt_module_unload", None, P),
+        ("df_rt_module_global", S, P, c_char_p, POINTER(c_uint64), POINTER(c_size_t)),
         ("df_rt_plan_from_blob", S, P, c_char_p, c_size_t, pP),
         ("df_rt_plan_replan", S, P, POINTER(C.df_schedule_options), P, pP),
         ("df_rt_plan_destroy", None, P),

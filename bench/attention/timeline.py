@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""One traced launch per plan and where its time goes (timeline_report.py).
+
+usage: timeline.py CARRY_DIR OUT_DIR PLAN[,PLAN...]
+  CARRY_DIR: made by bench/attention/make_trace_carry.sh (kernels linked
+  with the traced device runtime, NAME.dump next to each plan). PLAN: a
+  case or one of its alternative plans, on the case's inputs (bench.py's,
+  one input set). Three untraced-buffer warm-up launches, then the trace
+  buffer is zeroed and one launch fills it. Writes OUT_DIR/timeline.md and
+  OUT_DIR/trace-PLAN.bin (the raw df_rt_trace_buf words)."""
+import array
+import ctypes
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402
+import timeline_report  # noqa: E402
+from dataflow._lib import check  # noqa: E402  (bench made the package importable)
+
+SYMBOL = b"df_rt_trace_buf"
+WORDS = timeline_report.CTAS * timeline_report.INSTRS * timeline_report.POINTS * 2
+
+
+def traced_launch(dfk, idx):
+    dll = dfk.dll
+    ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
+    check(dll.df_rt_module_global(dfk.module, SYMBOL, ctypes.byref(ptr), ctypes.byref(size)))
+    if size.value != WORDS * 8:
+        raise RuntimeError(f"{SYMBOL.decode()} is {size.value} bytes, df/rt_trace.h says {WORDS * 8}")
+    for _ in range(3):
+        dfk.launch(idx)
+    torch.cuda.synchronize()
+    check(dll.df_rt_memset_d8(dfk.dev, None, ptr.value, 0, size.value))
+    dfk.launch(idx)
+    torch.cuda.synchronize()
+    host = array.array("Q", bytes(size.value))
+    buf = (ctypes.c_char * size.value).from_buffer(host)
+    check(dll.df_rt_memcpy_dtoh(dfk.dev, None, ctypes.addressof(buf), ptr.value, size.value))
+    return host
+
+
+def main():
+    carry, out = Path(sys.argv[1]).resolve(), Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    plans = {}
+    for c in json.loads((carry / "cases.json").read_text()):
+        plans[c["name"]] = (c, c["block"])
+        for a in c.get("alts", []):
+            plans[a["name"]] = (c, a["block"])
+    lines = []
+    for name in sys.argv[3].split(","):
+        c, block = plans[name]
+        lens, lmax = c["lens"], c["lmax"]
+        B = len(lens)
+        g = torch.Generator(device="cuda").manual_seed(1234)
+        q = torch.randn(B, bench.HQ, bench.D, device="cuda", dtype=torch.float16, generator=g)
+        k = torch.randn(B, lmax, bench.HKV, bench.D, device="cuda", dtype=torch.float16, generator=g)
+        v = torch.randn(B, lmax, bench.HKV, bench.D, device="cuda", dtype=torch.float16, generator=g)
+        o = torch.empty(B, bench.HQ, bench.D, device="cuda", dtype=torch.float32)
+        dfk = bench.DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", block)
+        try:
+            trace = traced_launch(dfk, dfk.bind([q, k, v, o]))
+        finally:
+            dfk.close()
+        (out / f"trace-{name}.bin").write_bytes(trace.tobytes())
+        plan = timeline_report.parse_dump((carry / f"{name}.dump").read_text())
+        lines += timeline_report.report(name, plan, trace) + [""]
+        del q, k, v, o
+        torch.cuda.empty_cache()
+    text = "\n".join(lines)
+    (out / "timeline.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Where one launch of an attention plan spends its time, from the device
+runtime's trace (df/rt_trace.h; a kernel linked with the traced runtime,
+scripts/gpu/make_runtime_bc.sh -DDF_RT_TRACE) and the plan's dump
+(`df-translate --df-plan-dump`). Pure Python, no torch: timeline.py reads
+the trace on the GPU machine and calls report().
+
+Per handler: instruction count, handler time, keys and per-SM read rate of
+the ranged ones, the wait before the handler (receives), the sends after
+it. Then the spread of the iter instructions' end times, the SM time the
+handlers use, and the critical path: from the instruction that ends last,
+back through whichever came later of its CTA's previous instruction and
+the producers of its inputs."""
+import re
+import statistics
+
+# df/rt_trace.h
+CTAS, INSTRS, POINTS = 132, 64, 10
+TOP, CL_WAIT, CL_SYNC, HBM_FLAG, HBM_DONE, H_BEGIN, H_END, POST_SYNC, SEND_MID, END = range(POINTS)
+OPCODE_STOP = 0
+ARGS_RECORD_BYTES = 64
+KV_BYTES_PER_KEY = 2 * 128 * 2  # K and V rows of one kv head, fp16, D = 128
+
+_LINE = re.compile(r"^(instr|queue|args|handler) (\d+): (.*)$")
+
+
+def parse_dump(text):
+    """The parts of a plan dump the report needs: handlers {id: name},
+    queues [(offset, length)], instrs, args [dict] and input_slots [slot]."""
+    plan = {"handlers": {}, "queues": [], "instrs": [], "args": [], "input_slots": []}
+    for line in text.splitlines():
+        if line.startswith("input_slots:"):
+            plan["input_slots"] = [int(x) for x in line.split()[1:]]
+            continue
+        m = _LINE.match(line.strip())
+        if not m:
+            continue
+        kind, idx, rest = m.group(1), int(m.group(2)), m.group(3)
+        fields = dict(kv.split("=", 1) for kv in rest.split() if "=" in kv)
+        if kind == "handler":
+            plan["handlers"][idx] = fields["name"]
+        elif kind == "queue":
+            plan["queues"].append((int(fields["offset"]), int(fields["length"])))
+        elif kind == "instr":
+            plan["instrs"].append({k: (v if v == "S" else int(v, 0)) for k, v in fields.items()})
+        elif kind == "args":
+            plan["args"].append({k: (v if v == "S" else int(v, 0)) for k, v in fields.items()})
+    if not plan["queues"] or not plan["instrs"]:
+        raise ValueError("plan dump: no queue or instr lines (not df-translate --df-plan-dump output?)")
+    return plan
+
+
+def stamp(trace, cta, pc, point):
+    """%globaltimer (ns) of a point; 0 when the instruction did not pass it."""
+    return trace[((cta * INSTRS + pc) * POINTS + point) * 2]
+
+
+def rows(plan, trace):
+    """One dict per traced, non-STOP instruction: cta, pc, handler, keys,
+    the stamps (ns), its args and its output slot."""
+    out = []
+    for cta, (offset, length) in enumerate(plan["queues"][:CTAS]):
+        for pc in range(min(length, INSTRS)):
+            ins = plan["instrs"][offset + pc]
+            if ins["opcode"] == OPCODE_STOP:
+                continue
+            st = [stamp(trace, cta, pc, p) for p in range(POINTS)]
+            if st[TOP] == 0 or st[END] == 0:
+                raise ValueError(f"trace: cta {cta} pc {pc}: no TOP/END stamp (kernel not traced, "
+                                 f"or trace from another plan?)")
+            a = plan["args"][ins["arg_offset"] // ARGS_RECORD_BYTES]
+            keys = a["range_end"] - a["range_begin"] if isinstance(a["range_end"], int) else 0
+            inputs = []
+            if isinstance(a["input_slot_offset"], int):
+                inputs = plan["input_slots"][a["input_slot_offset"]:a["input_slot_offset"]
+                                             + a["input_slot_count"]]
+            out.append({"cta": cta, "pc": pc, "handler": plan["handlers"].get(ins["handler_id"], "?"),
+                        "keys": keys, "st": st, "inputs": inputs, "output": a["output_slot"]})
+    if not out:
+        raise ValueError("trace: no instruction traced")
+    return out
+
+
+def _us(ns):
+    return ns / 1000.0
+
+
+def _spread(xs, fmt="{:.1f}"):
+    xs = sorted(xs)
+    return "/".join(fmt.format(x) for x in (xs[0], statistics.median(xs), xs[-1]))
+
+
+def critical_path(rs):
+    """Instructions from the last-ending one back to a start with nothing
+    before it: at each step the later of the CTA's previous instruction and
+    the latest producer (by output slot) that ended before this one began."""
+    by_cta = {}
+    producers = {}
+    for r in rs:
+        by_cta.setdefault(r["cta"], []).append(r)
+        producers.setdefault(r["output"], []).append(r)
+    path = [max(rs, key=lambda r: r["st"][END])]
+    while True:
+        r = path[-1]
+        cands = [p for p in by_cta[r["cta"]] if p["pc"] < r["pc"]][-1:]
+        for s in r["inputs"]:
+            cands += [p for p in producers.get(s, []) if p is not r and p["st"][END] <= r["st"][H_BEGIN]]
+        if not cands:
+            return path
+        path.append(max(cands, key=lambda p: p["st"][END]))
+
+
+def report(name, plan, trace, ctas_used=None):
+    """The report of one launch as text lines."""
+    rs = rows(plan, trace)
+    t0 = min(r["st"][TOP] for r in rs)
+    t1 = max(r["st"][END] for r in rs)
+    span = t1 - t0
+    active = sorted({r["cta"] for r in rs})
+    lines = [f"## {name}: {len(rs)} instructions on {len(active)} CTAs, "
+             f"first TOP to last END {_us(span):.1f} us"]
+    lines.append("| handler | n | handler us (min/med/max) | keys | GB/s per SM (min/med/max) "
+                  "| wait before us (min/med/max) | after us (min/med/max) |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for h in sorted({r["handler"] for r in rs}):
+        hs = [r for r in rs if r["handler"] == h]
+        dur = [_us(r["st"][H_END] - r["st"][H_BEGIN]) for r in hs]
+        keys = sorted({r["keys"] for r in hs})
+        rate = "-"
+        if keys != [0]:
+            rate = _spread([r["keys"] * KV_BYTES_PER_KEY / (r["st"][H_END] - r["st"][H_BEGIN])
+                            for r in hs if r["keys"] and r["st"][H_END] > r["st"][H_BEGIN]])
+        ks = f"{keys[0]}" if len(keys) == 1 else f"{keys[0]}..{keys[-1]}"
+        lines.append(f"| {h} | {len(hs)} | {_spread(dur)} | {ks} | {rate} "
+                     f"| {_spread([_us(r['st'][H_BEGIN] - r['st'][TOP]) for r in hs])} "
+                     f"| {_spread([_us(r['st'][END] - r['st'][H_END]) for r in hs])} |")
+    iters = [r for r in rs if r["keys"]]
+    if iters:
+        ends = sorted(_us(r["st"][END] - t0) for r in iters)
+        q = [ends[int(f * (len(ends) - 1))] for f in (0.0, 0.1, 0.5, 0.9, 1.0)]
+        lines.append(f"ranged instructions end at (us after the first TOP; min/p10/median/p90/max): "
+                     + "/".join(f"{x:.1f}" for x in q) + f"; the last one ends {_us(span) - q[-1]:.1f} us "
+                     f"before the kernel's last END")
+    busy = sum(r["st"][H_END] - r["st"][H_BEGIN] for r in rs)
+    n = ctas_used or CTAS
+    lines.append(f"handler time / ({n} SMs x span): {100.0 * busy / (n * span):.1f} %; "
+                 f"CTAs with no instruction: {n - len(active)}")
+    lines.append("critical path (latest first; us after the first TOP: top, handler begin, handler end, end):")
+    for r in critical_path(rs):
+        s = r["st"]
+        lines.append(f"  cta {r['cta']:3d} pc {r['pc']:2d} {r['handler']:<14s} keys {r['keys']:6d}  "
+                     f"{_us(s[TOP] - t0):7.1f} {_us(s[H_BEGIN] - t0):7.1f} {_us(s[H_END] - t0):7.1f} "
+                     f"{_us(s[END] - t0):7.1f}")
+    return lines
