@@ -90,11 +90,28 @@ static inline float weight(float m, float ref) {
 #else
 #define KV_L2 ""
 #endif
+#ifdef KV_EVICT_FIRST
+/* -DKV_EVICT_FIRST: the K/V rows ask the L2 to evict them first, so the
+   stream does not push the plan's records and the reduce inputs out of
+   the L2 (an experiment: bench/README.md, run M). Not volatile: one
+   policy register per handler. */
+static inline uint64_t kv_policy(void) {
+  uint64_t p;
+  __asm__("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+static inline void ldg16(const _Float16 *p, uint32_t *r) {
+  __asm__("ld.global.nc.L1::no_allocate.L2::cache_hint" KV_L2 ".v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+          : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+          : "l"(p), "l"(kv_policy()));
+}
+#else
 static inline void ldg16(const _Float16 *p, uint32_t *r) {
   __asm__("ld.global.nc.L1::no_allocate" KV_L2 ".v4.u32 {%0, %1, %2, %3}, [%4];"
           : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
           : "l"(p));
 }
+#endif
 /* d += A B, m16n8k16, fp16 operands, fp32 accumulators (PTX fragment
    layouts: a0 = (row g, k 2t..2t+1), a1 = (g+8, 2t), a2 = (g, 2t+8),
    a3 = (g+8, 2t+8); b0 = (k 2t..2t+1, col g), b1 = (2t+8, g); d0,d1 =
@@ -562,7 +579,9 @@ void gqa_partial(const df_ctx *ctx) {
 
 #endif
 
-/* LSE combine of the partials of one task: weights exp(lse_i - max). */
+/* LSE combine of the partials of one task: weights exp(lse_i - max).
+   Inputs are visited in order 0..n-1 on every path, so every path gives
+   the same bits. */
 static float max_lse(const df_ctx *ctx, uint32_t n, uint32_t h) {
   float mx = -__builtin_inff();
   for (uint32_t i = 0; i < n; i++) {
@@ -572,8 +591,8 @@ static float max_lse(const df_ctx *ctx, uint32_t n, uint32_t h) {
   return mx;
 }
 
-void gqa_combine(const df_ctx *ctx) {
-  const uint32_t n = df_ctx_input_count(ctx);
+/* Any input count: every access resolves its input through the records. */
+static void combine_any(const df_ctx *ctx, uint32_t n) {
   gqa_inter *out = df_ctx_output(ctx);
   for (uint32_t idx = df_ctx_thread(ctx); idx < G * D; idx += df_ctx_threads(ctx)) {
     uint32_t h = idx / D, d = idx % D;
@@ -600,6 +619,66 @@ void gqa_combine(const df_ctx *ctx) {
   for (uint32_t h = df_ctx_thread(ctx); h < G; h += df_ctx_threads(ctx))
     out->lse[h] = lse[h];
   df_ctx_barrier(ctx);
+}
+
+/* Up to COMBINE_FAST inputs (every reduce of a reduce-fan-in plan): their
+   addresses resolved once, all at once, into registers. Resolving per
+   element and per input made each input a chain of dependent record loads
+   (args -> input list -> slot record): 0.75 us per input, a 4-input
+   combine 3.2 us on the H200 (bench/README.md, run M). */
+#define COMBINE_FAST 16
+#if defined(__clang__)
+#define UNROLL_ALL _Pragma("unroll")
+#else
+#define UNROLL_ALL _Pragma("GCC unroll 16")
+#endif
+static void combine_few(const df_ctx *ctx, uint32_t n) {
+  const gqa_inter *in[COMBINE_FAST];
+UNROLL_ALL
+  for (uint32_t i = 0; i < COMBINE_FAST; i++)
+    in[i] = i < n ? (const gqa_inter *)df_ctx_input(ctx, i) : (const gqa_inter *)0;
+  gqa_inter *out = df_ctx_output(ctx);
+  for (uint32_t idx = df_ctx_thread(ctx); idx < G * D; idx += df_ctx_threads(ctx)) {
+    uint32_t h = idx / D, d = idx % D;
+    float mx = -__builtin_inff(), sum = 0.0f, acc = 0.0f;
+UNROLL_ALL
+    for (uint32_t i = 0; i < COMBINE_FAST; i++)
+      if (i < n)
+        mx = in[i]->lse[h] > mx ? in[i]->lse[h] : mx;
+UNROLL_ALL
+    for (uint32_t i = 0; i < COMBINE_FAST; i++)
+      if (i < n) {
+        float w = fexp(in[i]->lse[h] - mx);
+        sum += w;
+        acc += w * (float)in[i]->o[h][d];
+      }
+    out->o[h][d] = (_Float16)(acc / sum);
+  }
+  float lse[G];
+  for (uint32_t h = df_ctx_thread(ctx); h < G; h += df_ctx_threads(ctx)) {
+    float mx = -__builtin_inff(), sum = 0.0f;
+UNROLL_ALL
+    for (uint32_t i = 0; i < COMBINE_FAST; i++)
+      if (i < n)
+        mx = in[i]->lse[h] > mx ? in[i]->lse[h] : mx;
+UNROLL_ALL
+    for (uint32_t i = 0; i < COMBINE_FAST; i++)
+      if (i < n)
+        sum += fexp(in[i]->lse[h] - mx);
+    lse[h] = mx + flog(sum);
+  }
+  df_ctx_barrier(ctx); /* lse after every o, as in combine_any */
+  for (uint32_t h = df_ctx_thread(ctx); h < G; h += df_ctx_threads(ctx))
+    out->lse[h] = lse[h];
+  df_ctx_barrier(ctx);
+}
+
+void gqa_combine(const df_ctx *ctx) {
+  const uint32_t n = df_ctx_input_count(ctx);
+  if (n <= COMBINE_FAST)
+    combine_few(ctx, n);
+  else
+    combine_any(ctx, n);
 }
 
 /* The task's G output rows as f32. */

@@ -57,6 +57,9 @@ gqa_plan gqa_even7 "per-cta-shared=true" "even-split=true even-split-chunks=7 de
 # pieces, combined 2 at a time (two levels); and the reference layout.
 gqa_plan gqa_fanin "per-cta-shared=true" "even-split=true even-split-chunks=40 reduce-fan-in=2" || exit 1
 gqa_plan gqa_fanin_rr "" "reduce-fan-in=2 defer-reduces=true" || exit 1
+# one reduce per task over 16-key partials: 24 inputs (sequence 0, the
+# combine's any-count path) and 16 (sequence 1, its resolved-inputs path)
+gqa_plan gqa_wide "per-cta-shared=true" "sm-count=32 block-size=16" || exit 1
 "$bin/gqa_reference" "$work/gqa_ref.npy" 512 11 12 13 384 256 || exit 1
 "$bin/gqa_reference" "$work/gqa_ref2.npy" 512 11 12 13 300 200 || exit 1
 gqa=(--backend=host --handlers "$gqa_so" --block-size 128 --tensor Q=random:float16:2x32x128:11
@@ -70,7 +73,7 @@ cmp -s "$work/o_cta.npy" "$work/o_ref_layout.npy" ||
   { echo "FAIL: per-CTA and reference layouts give different outputs"; failures=$((failures + 1)); }
 run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_balanced.dfplan" \
   --check "O=$work/gqa_ref.npy:0.02:0.002"
-for plan in gqa_even gqa_even7 gqa_fanin gqa_fanin_rr; do
+for plan in gqa_even gqa_even7 gqa_fanin gqa_fanin_rr gqa_wide; do
   run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/$plan.dfplan" \
     --check "O=$work/gqa_ref.npy:0.02:0.002"
 done
