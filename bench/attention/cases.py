@@ -211,11 +211,11 @@ def cases():
             # J; -DKV_L2_HINT)
             alt(".l2hint", c["schedule"] + ", L2::256B loads", c["block"], c["model_us"],
                 c["opts"], cflags="-DKV_L2_HINT")
-        # the case's plan with the partial's K/V loads marked evict-first
-        # in the L2 (-DKV_EVICT_FIRST): the stream no longer evicts the
-        # plan's records and the reduce inputs (run M)
-        alt(".ef", c["schedule"] + ", evict-first K/V", c["block"], c["model_us"],
-            c["opts"], cflags="-DKV_EVICT_FIRST")
+        if c["name"] in ("u8x32k", "u1x128k", "s16", "s32"):
+            # the case's plan with the combine resolving its inputs in a
+            # loop per element (-DCOMBINE_LOOP, the combine before run M)
+            alt(".loop", c["schedule"] + ", loop combine", c["block"], c["model_us"],
+                c["opts"], cflags="-DCOMBINE_LOOP")
         if c["name"] in ("s32", "s16"):
             # the case's schedule at other block sizes than the model's
             # choice (its per-partial cost is a guess)

@@ -621,65 +621,65 @@ static void combine_any(const df_ctx *ctx, uint32_t n) {
   df_ctx_barrier(ctx);
 }
 
-/* Up to COMBINE_FAST inputs (every reduce of a reduce-fan-in plan): their
-   addresses resolved once, all at once, into registers. Resolving per
-   element and per input made each input a chain of dependent record loads
-   (args -> input list -> slot record): 0.75 us per input, a 4-input
-   combine 3.2 us on the H200 (bench/README.md, run M). */
+#if defined(__NVPTX__) && !defined(COMBINE_LOOP)
+/* Up to COMBINE_FAST inputs (every reduce of a reduce-fan-in plan): thread
+   i resolves input i, once, into a shared table, so the n chains of
+   dependent record loads (args -> input list -> slot record) run side by
+   side instead of once per input per element. Compact code: the loops
+   stay loops. -DCOMBINE_LOOP keeps the resolving loop for every count
+   (the comparison of bench/README.md, run M). */
 #define COMBINE_FAST 16
-#if defined(__clang__)
-#define UNROLL_ALL _Pragma("unroll")
-#else
-#define UNROLL_ALL _Pragma("GCC unroll 16")
-#endif
-static void combine_few(const df_ctx *ctx, uint32_t n) {
-  const gqa_inter *in[COMBINE_FAST];
-UNROLL_ALL
-  for (uint32_t i = 0; i < COMBINE_FAST; i++)
-    in[i] = i < n ? (const gqa_inter *)df_ctx_input(ctx, i) : (const gqa_inter *)0;
+typedef const gqa_inter *gqa_in_ptr; /* the table holds generic pointers */
+static __attribute__((address_space(3))) gqa_in_ptr comb_in[COMBINE_FAST];
+
+static void combine_table(const df_ctx *ctx, uint32_t n) {
+  const uint32_t t = df_ctx_thread(ctx);
+  if (t < n)
+    comb_in[t] = df_ctx_input(ctx, t);
   gqa_inter *out = df_ctx_output(ctx);
-  for (uint32_t idx = df_ctx_thread(ctx); idx < G * D; idx += df_ctx_threads(ctx)) {
+  df_ctx_barrier(ctx);
+  for (uint32_t idx = t; idx < G * D; idx += df_ctx_threads(ctx)) {
     uint32_t h = idx / D, d = idx % D;
     float mx = -__builtin_inff(), sum = 0.0f, acc = 0.0f;
-UNROLL_ALL
-    for (uint32_t i = 0; i < COMBINE_FAST; i++)
-      if (i < n)
-        mx = in[i]->lse[h] > mx ? in[i]->lse[h] : mx;
-UNROLL_ALL
-    for (uint32_t i = 0; i < COMBINE_FAST; i++)
-      if (i < n) {
-        float w = fexp(in[i]->lse[h] - mx);
-        sum += w;
-        acc += w * (float)in[i]->o[h][d];
-      }
+    for (uint32_t i = 0; i < n; i++) {
+      float v = comb_in[i]->lse[h];
+      mx = v > mx ? v : mx;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+      const gqa_inter *p = comb_in[i];
+      float w = fexp(p->lse[h] - mx);
+      sum += w;
+      acc += w * (float)p->o[h][d];
+    }
     out->o[h][d] = (_Float16)(acc / sum);
   }
-  float lse[G];
-  for (uint32_t h = df_ctx_thread(ctx); h < G; h += df_ctx_threads(ctx)) {
+  float lse = 0.0f;
+  if (t < G) {
     float mx = -__builtin_inff(), sum = 0.0f;
-UNROLL_ALL
-    for (uint32_t i = 0; i < COMBINE_FAST; i++)
-      if (i < n)
-        mx = in[i]->lse[h] > mx ? in[i]->lse[h] : mx;
-UNROLL_ALL
-    for (uint32_t i = 0; i < COMBINE_FAST; i++)
-      if (i < n)
-        sum += fexp(in[i]->lse[h] - mx);
-    lse[h] = mx + flog(sum);
+    for (uint32_t i = 0; i < n; i++) {
+      float v = comb_in[i]->lse[t];
+      mx = v > mx ? v : mx;
+    }
+    for (uint32_t i = 0; i < n; i++)
+      sum += fexp(comb_in[i]->lse[t] - mx);
+    lse = mx + flog(sum);
   }
-  df_ctx_barrier(ctx); /* lse after every o, as in combine_any */
-  for (uint32_t h = df_ctx_thread(ctx); h < G; h += df_ctx_threads(ctx))
-    out->lse[h] = lse[h];
+  df_ctx_barrier(ctx); /* lse after every o, as in combine_any; the table is free after */
+  if (t < G)
+    out->lse[t] = lse;
   df_ctx_barrier(ctx);
 }
 
 void gqa_combine(const df_ctx *ctx) {
   const uint32_t n = df_ctx_input_count(ctx);
-  if (n <= COMBINE_FAST)
-    combine_few(ctx, n);
+  if (n <= COMBINE_FAST && df_ctx_threads(ctx) >= COMBINE_FAST)
+    combine_table(ctx, n);
   else
     combine_any(ctx, n);
 }
+#else
+void gqa_combine(const df_ctx *ctx) { combine_any(ctx, df_ctx_input_count(ctx)); }
+#endif
 
 /* The task's G output rows as f32. */
 void gqa_finalize(const df_ctx *ctx) {

@@ -250,8 +250,11 @@ static void recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
 /* Batches of at most this many receives keep the serial path: on the
    H200 (bench/README.md, run G) batching made the reduces of up to 4
    inputs (reduce-fan-in=4 plans) no faster and some 1-2 % slower, while
-   it took reduces of 16-33 inputs 2-10 % faster. */
+   it took reduces of 16-33 inputs 2-10 % faster. A/B build switch:
+   make_runtime_bc.sh ... -DDF_RECV_SERIAL_MAX=N. */
+#ifndef DF_RECV_SERIAL_MAX
 #define DF_RECV_SERIAL_MAX 4u
+#endif
 
 static uint32_t batch_size(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   uint32_t count = 0;
