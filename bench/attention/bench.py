@@ -226,7 +226,10 @@ def run_case(c, carry: Path, copy_bw):
     plans = [res] + [dict(res, name=a["name"], block=a["block"], schedule=a["schedule"])
                      for a in c.get("alts", []) if (carry / f"{a['name']}.ptx").exists()]
     for r in plans:
-        measure_df(r, carry, sets, ref)
+        try:
+            measure_df(r, carry, sets, ref)
+        except Exception as e:  # a plan the device refuses (e.g. cluster residency): reported
+            r["df_error"] = str(e).splitlines()[-1]
 
     def err_of(out):
         if isinstance(out, list):
@@ -292,6 +295,11 @@ def table(results, copy_bw, copy_us):
              "best PyTorch | us | best/df | df max err | det. |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
+        if "df_error" in r:
+            lines.append(f"| {r['name']} | {r['B']} | {r['tokens']} | {r['kv_bytes'] / 1e6:.0f} | "
+                         f"{r.get('schedule', 'rr')} | {r['block']} | {r['floor_us']:.1f} | "
+                         f"not run: {r['df_error']} |||||||")
+            continue
         tb = r["kv_bytes"] / (r["df_us"] * 1e-6) / 1e12
         ratio = f"{r['best_us'] / r['df_us']:.2f}x" if "best_us" in r else "-"
         lines.append(
@@ -324,6 +332,9 @@ def main():
     for c in cases:
         for r in run_case(c, carry, copy_bw):
             results.append(r)
+            if "df_error" in r:
+                print(f"{r['name']}: not run: {r['df_error']}", flush=True)
+                continue
             print(f"{r['name']}: df {r['df_us']:.1f} us, err {r['df_err']:.1e}, "
                   f"det {r['df_deterministic']}, best {r.get('best')} "
                   f"{r.get('best_us', float('nan')):.1f} us", flush=True)

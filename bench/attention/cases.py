@@ -223,16 +223,6 @@ def cases():
                 if b != c["block"]:
                     alt(f".b{b}", c["schedule"], b, makespan(tl, b, *SCHEDULES[c["schedule"]])[0],
                         c["opts"])
-        if c["name"] in ("u1x128k", "s16"):
-            # the case's plan on 128 SMs in clusters of 4 (the first level
-            # of each reduce tree receives over DSMEM) and, for u1x128k,
-            # clusters of 8 with reduce-fan-in 8 (a task's 16 partials: two
-            # cluster reduces and one HBM edge); run M
-            alt(".c4", c["schedule"] + ", 128 SMs, clusters of 4", c["block"], None,
-                c["opts"] + " sm-count=128 cluster-size=4")
-            if c["name"] == "u1x128k":
-                alt(".c8", c["schedule"] + ", 128 SMs, clusters of 8, fan-in 8", c["block"], None,
-                    c["opts"] + " sm-count=128 cluster-size=8 reduce-fan-in=8")
         if c["name"] == "u1x128k":
             # fewer, longer pieces (66 SMs, ~8 inputs per reduce) and twice as
             # many (two waves, ~33 inputs per reduce): how much the
