@@ -200,6 +200,97 @@ static void batch_copy(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   }
 }
 
+/* The batch through a table of its transfers in shared memory, when it
+   has at most DF_RECV_TABLE members and every transfer
+   is whole 16-byte vectors (16 x 24 bytes of static shared memory):
+   lane j of the first warp reads the j-th member's records
+   (comm, both slot records) before any poll, writes its transfer to the
+   table and polls its flag. After the block barrier every thread copies
+   from the table. recv_batch alone read the records again while copying,
+   after the polls' acquires had emptied L1: an L2 round trip per record,
+   one transfer after another (bench/attention timelines, run M). Returns
+   false, the same in every thread and before any poll, when the batch
+   does not fit. */
+typedef struct df_recv_desc {
+  df_v4 *dst;
+  const df_v4 *src;
+  uint32_t count;   /* 16-byte vectors; 0: nothing to copy */
+  uint32_t barrier; /* the target's receive barrier, or DF_SENTINEL */
+} df_recv_desc;
+#define DF_RECV_TABLE 16u
+static __attribute__((address_space(3))) df_recv_desc recv_table[DF_RECV_TABLE];
+static __attribute__((address_space(3))) uint32_t recv_table_count;
+
+static bool recv_table_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  if (rt->threads < 32)
+    return false;
+  if (rt->tid < 32) { /* the whole first warp: it votes */
+    const uint32_t lane = rt->tid;
+    const df_abi_comm *mine = 0;
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      if (!recv_head(&c[i]) || !batched(rt, &c[i], df_comm_group(&c[i], i, n)))
+        continue;
+      if (count == lane)
+        mine = &c[i];
+      count++;
+    }
+    bool ok = count <= DF_RECV_TABLE;
+    df_recv_desc d = {0, 0, 0, DF_SENTINEL};
+    uint32_t flag = 0;
+    if (ok && mine) {
+      const df_abi_slot *src = df_rt_slot(rt, mine->src_slot_id);
+      const df_abi_slot *dst = df_rt_slot(rt, mine->dst_slot_id);
+      const uint32_t off = mine->byte_offset, bytes = df_comm_bytes(mine, src, dst);
+      uint8_t *to = df_rt_slot_ptr(rt, dst) + off;
+      const uint8_t *from = rt->staging + dst->global_offset + off;
+      d.barrier = df_comm_barrier(mine, dst);
+      flag = df_comm_flag(mine, dst);
+      if (to != from && bytes) {
+        ok = (((uintptr_t)to | (uintptr_t)from | bytes) & 15u) == 0;
+        d.dst = (df_v4 *)to;
+        d.src = (const df_v4 *)from;
+        d.count = bytes / 16;
+      }
+    }
+    ok = __nvvm_vote_all_sync(0xffffffffu, ok);
+    if (ok && mine) {
+      recv_table[lane] = d;
+      df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, mine), mine->flag_epoch);
+      df_rt_poll_flag(rt, flag, mine->flag_epoch);
+    }
+    if (lane == 0)
+      recv_table_count = ok ? count : DF_SENTINEL;
+  }
+  df_ptx_bar_sync();
+  const uint32_t count = recv_table_count;
+  if (count == DF_SENTINEL)
+    return false;
+  /* Four transfers at a time, every load before any store (batch_copy). */
+  for (uint32_t j = 0; j < count; j += 4) {
+    df_recv_desc t[4];
+    uint32_t most = 0;
+    for (uint32_t k = 0; k < 4; k++) {
+      t[k] = j + k < count ? recv_table[j + k] : (df_recv_desc){0, 0, 0, DF_SENTINEL};
+      most = t[k].count > most ? t[k].count : most;
+    }
+    for (uint32_t v = rt->tid; v < most; v += rt->threads) {
+      df_v4 x[4];
+      for (uint32_t k = 0; k < 4; k++)
+        if (v < t[k].count)
+          x[k] = t[k].src[v];
+      for (uint32_t k = 0; k < 4; k++)
+        if (v < t[k].count)
+          t[k].dst[v] = x[k];
+    }
+  }
+  if (df_rt_leader(rt))
+    for (uint32_t j = 0; j < count; j++)
+      if (recv_table[j].barrier != DF_SENTINEL)
+        df_ptx_mbar_arrive(df_rt_bar_addr(rt, recv_table[j].barrier));
+  return true;
+}
+
 /* The batch: an instruction's one-segment thread-copy receives, taken
    together. Their flags are polled in parallel, batch member b by lane
    b % L of the first warp (L = min(32, threads)), in rounds of L: each
@@ -213,6 +304,8 @@ static void batch_copy(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
    recv_copy does. Arrival order changes nothing: the handler runs after
    the whole batch is present. */
 static void recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  if (recv_table_batch(rt, c, n))
+    return;
   const uint32_t lanes = rt->threads < 32 ? rt->threads : 32;
   uint32_t count = 0;
   for (uint32_t base = 0;; base += lanes) {
