@@ -69,3 +69,43 @@ void df_rt_use_stage(df_ctx *ctx) {
   ctx->input_slots = stage.ids;
   ctx->task_coords = stage.coords;
 }
+
+/* The next instruction's records loaded into L1 by the first warp, at the
+   top of an ITER whose successor receives: after a long ITER every record
+   the receive path and the handler chase (args -> input slot ids -> slot
+   records, comm -> slot records) missed L1 and L2 alike, one dependent
+   round trip after another while the other SMs' streams kept the memory
+   busy: 2.5-3 us from the top of a reduce to its satisfied cluster wait
+   in the attention timelines (run M). The ITER's own streaming loads do
+   not allocate in L1, so the lines stay. Three dependent loads here, in
+   the first warp only, before its handler. */
+void df_rt_warm_records(const df_rt *rt, const df_ctx *ctx, const df_abi_args *a,
+                        const df_abi_comm *c, uint32_t n) {
+  const uint32_t lane = rt->tid;
+  if (lane >= 32)
+    return;
+  uint32_t acc = 0;
+  /* Level 1: the args record (lanes 0-1, a 32-byte sector each) and the
+     comm records (lanes 2-31, a sector each). */
+  const uintptr_t first = (uintptr_t)c & ~(uintptr_t)31u;
+  const uint32_t comm_sectors = (uint32_t)(((uintptr_t)(c + n) - first + 31u) / 32u);
+  if (lane < 2)
+    acc ^= ((const uint32_t *)a)[lane * 8u];
+  else if (lane - 2u < comm_sectors)
+    acc ^= *(const uint32_t *)(first + (lane - 2u) * 32u);
+  /* Level 2: the ids this instruction's records name (lane j < 16: input
+     j; 16 + j: comm j's target; 31: the output), and its coordinates. */
+  uint32_t id = DF_SENTINEL;
+  if (lane < 16 && lane < a->input_slot_count)
+    id = ctx->input_slots[a->input_slot_offset + lane];
+  else if (lane >= 16 && lane < 31 && lane - 16u < n)
+    id = c[lane - 16u].dst_slot_id;
+  else if (lane == 31)
+    id = a->output_slot;
+  if (lane < a->task_coord_count)
+    acc ^= ctx->task_coords[a->task_coord_offset + lane];
+  /* Level 3: those slot records (32 bytes, one sector). */
+  if (id != DF_SENTINEL)
+    acc ^= rt->slots[id].flags;
+  __asm__ volatile("" ::"r"(acc));
+}
