@@ -5,11 +5,6 @@
 
 /* A/B build switch (scripts/gpu/make_runtime_bc.sh ... -DDF_RT_RESOLVE=0):
    no resolved handler addresses on cluster receives. */
-#ifndef DF_RT_WARM_NEXT
-/* A/B build switch (-DDF_RT_WARM_NEXT=0): an ITER whose successor has
-   comms warms the successor's records in L1 first (records.c). */
-#define DF_RT_WARM_NEXT 1
-#endif
 #ifndef DF_RT_RESOLVE
 #define DF_RT_RESOLVE 1
 #endif
@@ -239,15 +234,6 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
     const df_abi_args *a = (const df_abi_args *)(args + arg_offset);
     const df_abi_comm *c = comms + comm_offset;
     const uint32_t kinds = n ? df_comm_kinds_checked(c, n) : 0;
-    if (DF_RT_WARM_NEXT && op == DF_ABI_OP_ITER && pc + 1 < length && pc + 1 - k.base < k.span) {
-      /* The successor's words, from the chunk every thread holds. */
-      const uint32_t next_n = chunk_word(&k, pc + 1, 5);
-      const uint32_t next_handler = chunk_word(&k, pc + 1, 1);
-      if (next_n && next_handler != DF_SENTINEL)
-        df_rt_warm_records(&rt, &ctx,
-                           (const df_abi_args *)(args + chunk_word(&k, pc + 1, 3)),
-                           comms + chunk_word(&k, pc + 1, 4), next_n);
-    }
 
     df_rt_mark_pc(&rt, pc);
     df_rt_source_guard(&rt, a, c, n);

@@ -218,8 +218,6 @@ DF_RT uint64_t df_gaddr(const void *p) {
 #define DF_RT_PHASE __attribute__((always_inline))
 DF_RT_PHASE bool df_rt_stage_records(const df_rt *rt, df_ctx *ctx, const df_abi_args *a);
 DF_RT_PHASE void df_rt_use_stage(df_ctx *ctx);
-DF_RT_PHASE void df_rt_warm_records(const df_rt *rt, const df_ctx *ctx, const df_abi_args *a,
-                                    const df_abi_comm *c, uint32_t n);
 DF_RT_PHASE void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_count);
 DF_RT_PHASE void df_rt_finish(const df_rt *rt);
 DF_RT_PHASE void df_rt_copy(const df_rt *rt, uint8_t *dst, const uint8_t *src, uint32_t n);
