@@ -262,6 +262,11 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
       ctx.resolved_input0 = (void *)0;
       ctx.resolved_output = (void *)0;
     }
+#ifdef DF_RT_TRACE_DIAG
+    /* Diagnostic trace build: SEND_MID also marks the end of the records
+       work before the receives (a later send overwrites it). */
+    DF_RT_TRACE_AT(&rt, DF_RT_TRACE_SEND_MID);
+#endif
     if (kinds & DF_KIND_BIT(DF_COMM_CLUSTER_RECV))
       df_rt_cluster_recv(&rt, c, n);
     /* An instruction that receives and sends over HBM prepares its sends
