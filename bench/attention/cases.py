@@ -17,6 +17,7 @@ usage: cases.py OUT.json   (also prints one line per case)"""
 import heapq
 import json
 import math
+import os
 import random
 import sys
 
@@ -232,6 +233,11 @@ def cases():
                 if b != c["block"]:
                     alt(f".b{b}", c["schedule"], b, makespan(tl, b, *SCHEDULES[c["schedule"]])[0],
                         c["opts"])
+        if c["name"] == "u1x128k" and os.environ.get("CASES_PROBES"):
+            # timing probe, wrong results (CASES_PROBES=1 only): the
+            # partial spins 125 us instead of streaming (run M)
+            alt(".spin", c["schedule"] + ", spinning partial (probe)", c["block"], None,
+                c["opts"], cflags="-DPARTIAL_SPIN_NS=125000")
         if c["name"] == "u1x128k":
             # fewer, longer pieces (66 SMs, ~8 inputs per reduce) and twice as
             # many (two waves, ~33 inputs per reduce): how much the

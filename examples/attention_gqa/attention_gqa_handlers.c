@@ -242,6 +242,27 @@ void gqa_partial(const df_ctx *ctx) {
   warps = warps > MAX_WARPS ? MAX_WARPS : warps;
   const uint32_t warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const bool active = warp < warps;
+#ifdef PARTIAL_SPIN_NS
+  /* Timing probe (bench/README.md, run M; results are wrong): instead of
+     reading K/V the partial waits PARTIAL_SPIN_NS ns per 8192 keys and
+     writes an empty state, so the reduce tree's tail can be timed without
+     the stream's memory traffic. The real path stays in the kernel (the
+     test is not constant), so the code the SM runs is the same. */
+  if (end - begin != 1u) {
+    uint64_t t0, t1;
+    __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    const uint64_t ns = (uint64_t)PARTIAL_SPIN_NS * (end - begin) / 8192u;
+    do
+      __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+    while (t1 - t0 < ns);
+    for (uint32_t i = tid; i < G * D; i += df_ctx_threads(ctx))
+      out->o[i / D][i % D] = (_Float16)0.0f;
+    if (tid < G)
+      out->lse[tid] = 0.0f;
+    df_ctx_barrier(ctx);
+    return;
+  }
+#endif
 
   /* Q as the A fragments (rows g < G are heads; rows 4..15 are zero). */
   uint32_t qf[16];
