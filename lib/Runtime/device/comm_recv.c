@@ -340,13 +340,15 @@ static void recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
     }
 }
 
-/* Batches of at most this many receives keep the serial path: on the
-   H200 (bench/README.md, run G) batching made the reduces of up to 4
-   inputs (reduce-fan-in=4 plans) no faster and some 1-2 % slower, while
-   it took reduces of 16-33 inputs 2-10 % faster. A/B build switch:
-   make_runtime_bc.sh ... -DDF_RECV_SERIAL_MAX=N. */
+/* Batches of at most this many receives keep the serial path; one
+   receive alone always does. Run G (before the table) kept batches of up
+   to 4 serial: batching them was no faster. With the table (run M) a
+   reduce's 3 HBM receives of data already there take 4.5 instead of 5.6
+   us (u1x128k's tree, the spinning-partial probe) and the attention
+   cases are within 1 %, so every batch of 2 or more goes through it. A/B
+   build switch: make_runtime_bc.sh ... -DDF_RECV_SERIAL_MAX=N. */
 #ifndef DF_RECV_SERIAL_MAX
-#define DF_RECV_SERIAL_MAX 4u
+#define DF_RECV_SERIAL_MAX 1u
 #endif
 
 static uint32_t batch_size(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
