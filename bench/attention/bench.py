@@ -200,6 +200,27 @@ def sdpa_graph(backend, q, k, v, lens):
     return f
 
 
+def make_inputs(c, g):
+    """One input set of case c (Q, K, V random from generator g; O empty)."""
+    B, lmax = len(c["lens"]), c["lmax"]
+    q = torch.randn(B, HQ, D, device="cuda", dtype=torch.float16, generator=g)
+    k = torch.randn(B, lmax, HKV, D, device="cuda", dtype=torch.float16, generator=g)
+    v = torch.randn(B, lmax, HKV, D, device="cuda", dtype=torch.float16, generator=g)
+    o = torch.empty(B, HQ, D, device="cuda", dtype=torch.float32)
+    return q, k, v, o
+
+
+def plan_index(carry: Path):
+    """{plan name: (its case, its block)} over the carry's cases and their
+    alternative plans (an alternative runs on its case's inputs)."""
+    plans = {}
+    for c in json.loads((carry / "cases.json").read_text()):
+        plans[c["name"]] = (c, c["block"])
+        for a in c.get("alts", []):
+            plans[a["name"]] = (c, a["block"])
+    return plans
+
+
 def run_case(c, carry: Path, copy_bw):
     name, lens, lmax = c["name"], c["lens"], c["lmax"]
     B = len(lens)
@@ -207,13 +228,7 @@ def run_case(c, carry: Path, copy_bw):
     set_bytes = B * lmax * HKV * D * 2 * 2
     R = 3 if set_bytes * 3 < (40 << 30) else 2
     g = torch.Generator(device="cuda").manual_seed(1234)
-    sets = []
-    for _ in range(R):
-        q = torch.randn(B, HQ, D, device="cuda", dtype=torch.float16, generator=g)
-        k = torch.randn(B, lmax, HKV, D, device="cuda", dtype=torch.float16, generator=g)
-        v = torch.randn(B, lmax, HKV, D, device="cuda", dtype=torch.float16, generator=g)
-        o = torch.empty(B, HQ, D, device="cuda", dtype=torch.float32)
-        sets.append((q, k, v, o))
+    sets = [make_inputs(c, g) for _ in range(R)]
     ref = reference(*sets[0][:3], lens)
     res = {"name": name, "what": c["what"], "B": B, "tokens": c["tokens"], "lmax": lmax,
            "block": c["block"], "schedule": c.get("schedule", "rr"), "kv_bytes": c["kv_bytes"],

@@ -6,7 +6,6 @@ usage: profile.py CARRY_DIR PLAN[,PLAN...]
   PLAN: a case or one of its alternative plans (on the case's inputs). The inputs, plans and SDPA calls are bench.py's (one input set per
   case); nothing is timed. Kernel order per case: df (the case's plan),
   then cuDNN, then flash (uniform cases: one dense call each)."""
-import json
 import sys
 from pathlib import Path
 
@@ -19,20 +18,11 @@ import bench  # noqa: E402
 def main():
     carry = Path(sys.argv[1]).resolve()
     wanted = sys.argv[2].split(",")
-    plans = {}
-    for c in json.loads((carry / "cases.json").read_text()):
-        plans[c["name"]] = (c, c["block"])
-        for a in c.get("alts", []):  # an alternative plan runs on its case's inputs
-            plans[a["name"]] = (c, a["block"])
+    plans = bench.plan_index(carry)
     for name in wanted:
         c, block = plans[name]
-        lens, lmax = c["lens"], c["lmax"]
-        B = len(lens)
-        g = torch.Generator(device="cuda").manual_seed(1234)
-        q = torch.randn(B, bench.HQ, bench.D, device="cuda", dtype=torch.float16, generator=g)
-        k = torch.randn(B, lmax, bench.HKV, bench.D, device="cuda", dtype=torch.float16, generator=g)
-        v = torch.randn(B, lmax, bench.HKV, bench.D, device="cuda", dtype=torch.float16, generator=g)
-        o = torch.empty(B, bench.HQ, bench.D, device="cuda", dtype=torch.float32)
+        lens = c["lens"]
+        q, k, v, o = bench.make_inputs(c, torch.Generator(device="cuda").manual_seed(1234))
         dfk = bench.DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", block)
         try:
             dfk.launch(dfk.bind([q, k, v, o]))

@@ -10,7 +10,6 @@ usage: timeline.py CARRY_DIR OUT_DIR PLAN[,PLAN...]
   OUT_DIR/trace-PLAN.bin (the raw df_rt_trace_buf words)."""
 import array
 import ctypes
-import json
 import sys
 from pathlib import Path
 
@@ -46,21 +45,11 @@ def traced_launch(dfk, idx):
 def main():
     carry, out = Path(sys.argv[1]).resolve(), Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    plans = {}
-    for c in json.loads((carry / "cases.json").read_text()):
-        plans[c["name"]] = (c, c["block"])
-        for a in c.get("alts", []):
-            plans[a["name"]] = (c, a["block"])
+    plans = bench.plan_index(carry)
     lines = []
     for name in sys.argv[3].split(","):
         c, block = plans[name]
-        lens, lmax = c["lens"], c["lmax"]
-        B = len(lens)
-        g = torch.Generator(device="cuda").manual_seed(1234)
-        q = torch.randn(B, bench.HQ, bench.D, device="cuda", dtype=torch.float16, generator=g)
-        k = torch.randn(B, lmax, bench.HKV, bench.D, device="cuda", dtype=torch.float16, generator=g)
-        v = torch.randn(B, lmax, bench.HKV, bench.D, device="cuda", dtype=torch.float16, generator=g)
-        o = torch.empty(B, bench.HQ, bench.D, device="cuda", dtype=torch.float32)
+        q, k, v, o = bench.make_inputs(c, torch.Generator(device="cuda").manual_seed(1234))
         dfk = bench.DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", block)
         try:
             trace = traced_launch(dfk, dfk.bind([q, k, v, o]))
