@@ -7,7 +7,8 @@ the trace on the GPU machine and calls report().
 Per handler: instruction count, handler time, keys and per-SM read rate of
 the ranged ones, the wait before the handler (receives), the sends after
 it. Then the spread of the iter instructions' end times, the SM time the
-handlers use, and the critical path: from the instruction that ends last,
+handlers use, how long receives take once their data was sent, and the
+critical path: from the instruction that ends last,
 back through whichever came later of its CTA's previous instruction and
 the producers of its inputs."""
 import re
@@ -109,6 +110,35 @@ def critical_path(rs):
         path.append(max(cands, key=lambda p: p["st"][END]))
 
 
+def receive_lines(rs):
+    """Instructions that receive from other CTAs: how long after their
+    last remote input was sent (the producer's END) and after their own
+    TOP the receives were done (CL_SYNC / HBM_DONE), and the time from
+    TOP to the first receive point (the work before the waits)."""
+    producers = {}
+    for r in rs:
+        producers.setdefault(r["output"], []).append(r)
+    after_ready, after_top, before_wait = [], [], []
+    for r in rs:
+        st = r["st"]
+        done = max(st[CL_SYNC], st[HBM_DONE])
+        if not done:
+            continue
+        ends = [p["st"][END] for s in r["inputs"] for p in producers.get(s, [])
+                if p["cta"] != r["cta"] and p["st"][END] <= st[H_BEGIN]]
+        if not ends:
+            continue
+        first = min(x for x in (st[CL_WAIT], st[HBM_FLAG]) if x)
+        after_ready.append(_us(done - max(max(ends), st[TOP])))
+        after_top.append(_us(done - st[TOP]))
+        before_wait.append(_us(first - st[TOP]))
+    if not after_ready:
+        return []
+    return [f"receiving instructions: {len(after_ready)}; receives done after the later of the last "
+            f"input's send and TOP (min/med/max) {_spread(after_ready)} us; after TOP "
+            f"{_spread(after_top)} us; TOP to the first satisfied wait or poll {_spread(before_wait)} us"]
+
+
 def report(name, plan, trace, ctas_used=None):
     """The report of one launch as text lines."""
     rs = rows(plan, trace)
@@ -144,6 +174,7 @@ def report(name, plan, trace, ctas_used=None):
     n = ctas_used or CTAS
     lines.append(f"handler time / ({n} SMs x span): {100.0 * busy / (n * span):.1f} %; "
                  f"CTAs with no instruction: {n - len(active)}")
+    lines += receive_lines(rs)
     lines.append("critical path (latest first; us after the first TOP: top, handler begin, handler end, end):")
     for r in critical_path(rs):
         s = r["st"]

@@ -49,8 +49,10 @@ def test_report_tables_and_critical_path():
     assert plan["input_slots"] == [0, 1]
     # CTA 1's partial (2000 keys, 1 MB) ends last at 11 us; the reduce
     # waits for it from 6 us to 12 us.
+    reduce = _stamps(5600, 12000, 12500, 12600)
+    reduce[T.HBM_FLAG], reduce[T.HBM_DONE] = 11500, 11800  # CTA 1's input polled, copied
     tr = _trace({(0, 0): _stamps(1000, 1200, 5000, 5500),
-                 (0, 1): _stamps(5600, 12000, 12500, 12600),
+                 (0, 1): reduce,
                  (1, 0): _stamps(1000, 1100, 10600, 11000)})
     text = "\n".join(T.report("tiny", plan, tr, ctas_used=2))
     assert "3 instructions on 2 CTAs, first TOP to last END 11.6 us" in text
@@ -58,6 +60,11 @@ def test_report_tables_and_critical_path():
     assert "| gqa_partial | 2 | 3.8/6.7/9.5 | 1000..2000 | 107.8/121.3/134.7 |" in text
     assert "| gqa_combine | 1 | 0.5/0.5/0.5 | 0 | - | 6.4/6.4/6.4 |" in text
     assert "the last one ends 1.6 us before the kernel's last END" in text
+    # the receive was done 0.8 us after CTA 1's send (END 11.0 us), 6.2 us
+    # after the reduce's TOP; its poll was satisfied 5.9 us after TOP
+    assert ("receiving instructions: 1; receives done after the later of the last input's send "
+            "and TOP (min/med/max) 0.8/0.8/0.8 us; after TOP 6.2/6.2/6.2 us; TOP to the first "
+            "satisfied wait or poll 5.9/5.9/5.9 us") in text
     path = [ln.split()[:4] for ln in text.splitlines() if ln.startswith("  cta")]
     assert path == [["cta", "0", "pc", "1"], ["cta", "1", "pc", "0"]]
 
