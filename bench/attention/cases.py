@@ -226,6 +226,11 @@ def cases():
             # reduce trees of at most 8 inputs (run M)
             alt(".fan8", c["schedule"] + ", fan-in 8", c["block"], None,
                 c["opts"] + " reduce-fan-in=8")
+            # the tree's reduces on SMs that run no other reduce of the
+            # task (df-schedule reduce-spread; added in run M, not yet
+            # measured)
+            alt(".spread", c["schedule"] + ", reduce-spread", c["block"], None,
+                c["opts"] + " reduce-spread=true")
         if c["name"] in ("s32", "s16"):
             # the case's schedule at other block sizes than the model's
             # choice (its per-partial cost is a guess)

@@ -445,6 +445,13 @@ typedef struct df_schedule_options {
      the choice (df_plan.block_size, split_*). */
   bool auto_split;
   df_split_search split;
+  /* df extension (off by default; needs reduce_fan_in): each REDUCE of a
+     task's tree, the last included, runs on the SM of the first partial
+     under it (in range order) whose SM runs no other REDUCE of the task,
+     instead of on the SM of its first input; the FINALIZE follows the
+     last REDUCE. A tree's upper levels then wait on SMs that ran only a
+     partial instead of after a lower level's reduce on the same SM. */
+  bool reduce_spread;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */

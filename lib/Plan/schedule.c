@@ -227,12 +227,42 @@ static df_status defer_reduces(df_sched *s) {
   return df_status_ok();
 }
 
+/* reduce_spread: the partials' SMs of one task (in range order), the
+   partials under each current input of its tree, and the SMs that already
+   run one of its reduces. */
+typedef struct tree_spread {
+  uint32_t *leaf;
+  uint32_t *lo, *hi; /* input i covers leaf[lo[i]..hi[i]) */
+  uint32_t *hosted;
+  uint32_t hosted_count;
+} tree_spread;
+
+/* The SM of a reduce over leaves [lo, hi): the first of their SMs that
+   runs no other reduce of the task, else `fallback`; recorded as hosting
+   one. */
+static uint32_t spread_sm(tree_spread *t, uint32_t lo, uint32_t hi, uint32_t fallback) {
+  uint32_t sm = fallback;
+  for (uint32_t i = lo; i < hi; i++) {
+    bool used = false;
+    for (uint32_t j = 0; j < t->hosted_count && !used; j++)
+      used = t->hosted[j] == t->leaf[i];
+    if (!used) {
+      sm = t->leaf[i];
+      break;
+    }
+  }
+  t->hosted[t->hosted_count++] = sm;
+  return sm;
+}
+
 /* reduce_fan_in: while a task has more than fan_in inputs, consecutive
    runs of them (ceil(n / fan_in) runs, sizes within one) are combined by a
-   REDUCE on the SM of the run's first input; a run of one passes through.
-   Rewrites slots/instrs/sms in place and returns the final input count. */
+   REDUCE on the SM of the run's first input (reduce_spread: on the first
+   SM under the run that runs no other reduce of the task); a run of one
+   passes through. Rewrites slots/instrs/sms (and the spread's spans) in
+   place and returns the final input count. */
 static uint32_t reduce_levels(df_sched *s, uint32_t t, int32_t rtype, uint32_t *slots,
-                              uint32_t *instrs, uint32_t *sms, uint32_t n) {
+                              uint32_t *instrs, uint32_t *sms, uint32_t n, tree_spread *spread) {
   uint32_t fan_in = s->o->reduce_fan_in;
   while (n > fan_in) {
     uint32_t groups = (n + fan_in - 1) / fan_in;
@@ -241,6 +271,8 @@ static uint32_t reduce_levels(df_sched *s, uint32_t t, int32_t rtype, uint32_t *
       uint32_t e = (uint32_t)((uint64_t)(g + 1) * n / groups);
       uint32_t sm = sms[b], slot = slots[b], instr = instrs[b];
       if (e - b > 1) {
+        if (spread)
+          sm = spread_sm(spread, spread->lo[b], spread->hi[e - 1], sm);
         slot = df_sched_slot(s, t, rtype, DF_ROLE_REDUCED, s->p->instr_count);
         instr = df_sched_instr(s, DF_INSTR_REDUCE, t, sm, s->reduce, slots + b, e - b, slot);
         for (uint32_t i = b; i < e; i++)
@@ -249,6 +281,8 @@ static uint32_t reduce_levels(df_sched *s, uint32_t t, int32_t rtype, uint32_t *
                               false);
       }
       slots[g] = slot, instrs[g] = instr, sms[g] = sm; /* g <= b: read already */
+      if (spread)
+        spread->lo[g] = spread->lo[b], spread->hi[g] = spread->hi[e - 1];
     }
     n = groups;
   }
@@ -294,8 +328,9 @@ df_status df_schedule_all_at_once(df_sched *s) {
                                   blocks + inner + (reduce ? tasks : 0),
                                   reduce ? 2 * (blocks + inner) : 0,
                                   reduce ? blocks + inner + tasks * fin : 0);
+  const bool spread_on = reduce && s->o->reduce_spread;
   if (!df_failed(&st))
-    st = df_sched_buf(s, 3 * max_blocks);
+    st = df_sched_buf(s, (spread_on ? 7 : 3) * max_blocks);
   int32_t ptype = s->prog->stages[s->partial].type;
   int32_t rtype = reduce ? s->prog->stages[s->reduce].type : -1;
   uint32_t cluster_count = df_topology_cluster_count(&s->topo);
@@ -337,9 +372,17 @@ df_status df_schedule_all_at_once(df_sched *s) {
     }
     if (!reduce)
       continue;
+    const uint32_t leaves = nb;
+    tree_spread spread = {0};
+    if (spread_on) {
+      spread.leaf = s->buf + 3 * nb, spread.lo = s->buf + 4 * nb, spread.hi = s->buf + 5 * nb;
+      spread.hosted = s->buf + 6 * nb;
+      for (uint32_t i = 0; i < nb; i++)
+        spread.leaf[i] = sms[i], spread.lo[i] = i, spread.hi[i] = i + 1;
+    }
     if (s->o->reduce_fan_in)
-      nb = reduce_levels(s, t, rtype, slots, iters, sms, nb);
-    uint32_t red_sm = sms[0];
+      nb = reduce_levels(s, t, rtype, slots, iters, sms, nb, spread_on ? &spread : NULL);
+    uint32_t red_sm = spread_on ? spread_sm(&spread, 0, leaves, sms[0]) : sms[0];
     uint32_t red_slot = df_sched_slot(s, t, rtype, DF_ROLE_REDUCED, s->p->instr_count);
     uint32_t red = df_sched_instr(s, DF_INSTR_REDUCE, t, red_sm, s->reduce, slots, nb, red_slot);
     for (uint32_t i = 0; i < nb; i++)
@@ -487,6 +530,9 @@ static df_status check_policy(const df_sched *s) {
                             "Dataflow schedule options defer_reduces and balance_iters need reduce "
                             "strategy 'all_at_once', got '%s'",
                             df_reduce_strategy_name(o->strategy));
+  if (o->reduce_spread && !o->reduce_fan_in)
+    return df_status_errorf(DF_EINVAL, "Dataflow schedule option reduce_spread needs "
+                                       "reduce_fan_in (reduce trees)");
   if (o->reduce_fan_in && o->strategy != DF_REDUCE_ALL_AT_ONCE)
     return df_status_errorf(DF_EINVAL,
                             "Dataflow schedule option reduce_fan_in needs reduce strategy "

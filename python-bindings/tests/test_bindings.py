@@ -277,6 +277,13 @@ def test_even_split_reaches_the_c_scheduler():
     with pytest.raises(ValueError, match="reduce_fan_in must be 0 \\(no limit\\) or at least 2"):
         df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
                     reduce_fan_in=1)
+    spread = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 40]},
+                         block_size=16, reduce_fan_in=3, reduce_spread=True)
+    assert [i.sm_id for i in spread.instructions if i.opcode.value == "reduce"] == [0, 2, 1, 3, 3]
+    assert [i.sm_id for i in tree.instructions if i.opcode.value == "reduce"] == [0, 2, 0, 0, 3]
+    with pytest.raises(ValueError, match="reduce_spread needs reduce_fan_in"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    reduce_spread=True)
     costed = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 300, 37]},
                          block_size=128, even_split=True, even_split_granularity=16,
                          even_split_task_cost=200)

@@ -497,6 +497,53 @@ static void reduce_fan_in_builds_trees(void **state) {
   df_program_destroy(prog);
 }
 
+/* reduce_spread with reduce_fan_in = 3, the plan of the test above: each
+   tree reduce goes on the first SM under it that runs no other reduce of
+   the task (runs of SMs {0,1}, {2,3}, {0,1,2}: SMs 0, 2, 1), the last
+   reduce and the finalize on the first one left (SM 3, not 0); task 1's
+   single reduce stays on its first SM. Without reduce_fan_in the option
+   is refused. */
+static void reduce_spread_places_tree_reduces(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  static const uint32_t kv[2] = {100, 40};
+  df_schedule_options o = options(4, 2, kv, 2, 16);
+  o.reduce_fan_in = 3;
+  o.reduce_spread = true;
+  df_plan *p;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  static const want_instr w[] = {
+      {DF_INSTR_ITER, 0, 0, 0, 16, 0, {0}, 0},       {DF_INSTR_ITER, 0, 1, 16, 32, 0, {0}, 1},
+      {DF_INSTR_ITER, 0, 2, 32, 48, 0, {0}, 2},      {DF_INSTR_ITER, 0, 3, 48, 64, 0, {0}, 3},
+      {DF_INSTR_ITER, 0, 0, 64, 80, 0, {0}, 4},      {DF_INSTR_ITER, 0, 1, 80, 96, 0, {0}, 5},
+      {DF_INSTR_ITER, 0, 2, 96, 100, 0, {0}, 6},     {DF_INSTR_REDUCE, 0, 0, 0, 0, 2, {0, 1}, 7},
+      {DF_INSTR_REDUCE, 0, 2, 0, 0, 2, {2, 3}, 8},   {DF_INSTR_REDUCE, 0, 1, 0, 0, 3, {4, 5, 6}, 9},
+      {DF_INSTR_REDUCE, 0, 3, 0, 0, 3, {7, 8, 9}, 10}, {DF_INSTR_FINALIZE, 0, 3, 0, 0, 1, {10}, S},
+      {DF_INSTR_ITER, 1, 3, 0, 16, 0, {0}, 11},      {DF_INSTR_ITER, 1, 0, 16, 32, 0, {0}, 12},
+      {DF_INSTR_ITER, 1, 1, 32, 40, 0, {0}, 13},     {DF_INSTR_REDUCE, 1, 3, 0, 0, 3, {11, 12, 13}, 14},
+      {DF_INSTR_FINALIZE, 1, 3, 0, 0, 1, {14}, S},   {DF_INSTR_EXIT, S, 0, 0, 0, 0, {0}, S},
+      {DF_INSTR_EXIT, S, 1, 0, 0, 0, {0}, S},        {DF_INSTR_EXIT, S, 2, 0, 0, 0, {0}, S},
+      {DF_INSTR_EXIT, S, 3, 0, 0, 0, {0}, S},
+  };
+  check_instrs(p, w, N(w));
+  /* every input of the last reduce moves to SM 3: from SM 2 (its cluster
+     peer) over DSMEM, from SMs 0 and 1 over HBM */
+  uint32_t hbm = 0, cluster = 0;
+  for (uint32_t i = 0; i < p->comm_count; i++)
+    if (p->comms[i].dst_instr == 10) {
+      hbm += p->comms[i].kind == DF_COMM_HBM_RECV;
+      cluster += p->comms[i].kind == DF_COMM_CLUSTER_RECV && p->comms[i].src_instr == 8;
+    }
+  assert_int_equal(hbm, 2);
+  assert_int_equal(cluster, 1);
+  df_plan_destroy(p);
+  o.reduce_fan_in = 0;
+  df_status st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "reduce_spread needs reduce_fan_in"));
+  df_program_destroy(prog);
+}
+
 static void make_plan_handlers(void **state) {
   (void)state;
   df_plan *p = seed_make_plan();
@@ -1471,6 +1518,7 @@ int main(void) {
       cmocka_unit_test(even_split_tiles_ranges),
       cmocka_unit_test(even_split_errors),
       cmocka_unit_test(reduce_fan_in_builds_trees),
+      cmocka_unit_test(reduce_spread_places_tree_reduces),
       cmocka_unit_test(make_plan_handlers),
       cmocka_unit_test(reshared_plan_instructions_and_slots),
       cmocka_unit_test(reshared_plan_comms_queues_handlers),

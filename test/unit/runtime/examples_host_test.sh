@@ -57,6 +57,10 @@ gqa_plan gqa_even7 "per-cta-shared=true" "even-split=true even-split-chunks=7 de
 # pieces, combined 2 at a time (two levels); and the reference layout.
 gqa_plan gqa_fanin "per-cta-shared=true" "even-split=true even-split-chunks=40 reduce-fan-in=2" || exit 1
 gqa_plan gqa_fanin_rr "" "reduce-fan-in=2 defer-reduces=true" || exit 1
+# trees of 6 blocks per task with each reduce on an SM that runs no other
+# reduce of its task (reduce-spread moves reduces: a different plan from
+# the same options without it)
+gqa_plan gqa_spread_rr "" "block-size=64 reduce-fan-in=2 defer-reduces=true reduce-spread=true" || exit 1
 # one reduce per task over 16-key partials: 24 inputs (sequence 0, the
 # combine's any-count path) and 16 (sequence 1, its resolved-inputs path)
 gqa_plan gqa_wide "per-cta-shared=true" "sm-count=32 block-size=16" || exit 1
@@ -73,7 +77,7 @@ cmp -s "$work/o_cta.npy" "$work/o_ref_layout.npy" ||
   { echo "FAIL: per-CTA and reference layouts give different outputs"; failures=$((failures + 1)); }
 run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_balanced.dfplan" \
   --check "O=$work/gqa_ref.npy:0.02:0.002"
-for plan in gqa_even gqa_even7 gqa_fanin gqa_fanin_rr gqa_wide; do
+for plan in gqa_even gqa_even7 gqa_fanin gqa_fanin_rr gqa_spread_rr gqa_wide; do
   run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/$plan.dfplan" \
     --check "O=$work/gqa_ref.npy:0.02:0.002"
 done
