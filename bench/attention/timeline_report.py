@@ -110,6 +110,25 @@ def critical_path(rs):
         path.append(max(cands, key=lambda p: p["st"][END]))
 
 
+def balance_lines(iters):
+    """The ranged handlers' work against the SMs' rates: each CTA's keys and
+    its handler time over them give its rate; had every CTA worked at its
+    rate until all keys were done, they would all end at keys / sum of
+    rates (the balanced time). Compared with the busiest CTA's handler
+    time, it is what an uneven split of equal work costs."""
+    keys, busy = {}, {}
+    for r in iters:
+        keys[r["cta"]] = keys.get(r["cta"], 0) + r["keys"]
+        busy[r["cta"]] = busy.get(r["cta"], 0) + r["st"][H_END] - r["st"][H_BEGIN]
+    rates = [keys[c] / busy[c] for c in keys if busy[c] > 0]
+    if not rates:
+        return []
+    balanced = sum(keys.values()) / sum(rates)
+    most = max(busy.values())
+    return [f"ranged handler time per CTA: busiest {_us(most):.1f} us; balanced at the measured "
+            f"per-CTA rates {_us(balanced):.1f} us ({100.0 * (most / balanced - 1):.1f} % over)"]
+
+
 def receive_lines(rs):
     """Instructions that receive from other CTAs: how long after their
     last remote input was sent (the producer's END) and after their own
@@ -170,6 +189,7 @@ def report(name, plan, trace, ctas_used=None):
         lines.append(f"ranged instructions end at (us after the first TOP; min/p10/median/p90/max): "
                      + "/".join(f"{x:.1f}" for x in q) + f"; the last one ends {_us(span) - q[-1]:.1f} us "
                      f"before the kernel's last END")
+        lines += balance_lines(iters)
     busy = sum(r["st"][H_END] - r["st"][H_BEGIN] for r in rs)
     n = ctas_used or CTAS
     lines.append(f"handler time / ({n} SMs x span): {100.0 * busy / (n * span):.1f} %; "

@@ -60,6 +60,10 @@ def test_report_tables_and_critical_path():
     assert "| gqa_partial | 2 | 3.8/6.7/9.5 | 1000..2000 | 107.8/121.3/134.7 |" in text
     assert "| gqa_combine | 1 | 0.5/0.5/0.5 | 0 | - | 6.4/6.4/6.4 |" in text
     assert "the last one ends 1.6 us before the kernel's last END" in text
+    # rates 1000 / 3.8 and 2000 / 9.5 keys per us: 3000 keys balanced in
+    # 3000 / (263.2 + 210.5) = 6.33 us against the busiest CTA's 9.5 us
+    assert ("ranged handler time per CTA: busiest 9.5 us; balanced at the measured per-CTA "
+            "rates 6.3 us (50.0 % over)") in text
     # the receive was done 0.8 us after CTA 1's send (END 11.0 us), 6.2 us
     # after the reduce's TOP; its poll was satisfied 5.9 us after TOP
     assert ("receiving instructions: 1; receives done after the later of the last input's send "
