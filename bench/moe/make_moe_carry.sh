@@ -29,6 +29,9 @@
 #    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER,
 #    MOE_TILE: most tokens per task (moe_fused_gen --tile, default 64 =
 #    the handlers' MOE_TT; smaller tiles make more, lighter tasks),
+#    MOE_KERNEL_OPTS: df-translate kernel options for the variant's kernel,
+#    e.g. --df-resolve=off (run M: c2 1.7-2.3 % faster without the
+#    cluster-receive resolution),
 #    MOE_HANDLERS=FILE: another handler source, e.g. an earlier revision's
 #    from `git show REV:examples/moe/moe_fused_handlers.c`, for a before/after
 #    table; MOE_CFLAGS: extra clang flags, e.g. -DMOE_GU_RING=... ring
@@ -70,10 +73,13 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
     [ -n "$first" ] || { first=1; cp "$tmp/plan.mlir" "$tmp/first.mlir"; }
   done
   # DF_RUNTIME_BC: another device runtime (scripts/gpu/make_runtime_bc.sh), for A/B runs.
+  # MOE_KERNEL_OPTS: df-translate kernel options, e.g. --df-resolve=off.
   rt=()
   [ -n "${DF_RUNTIME_BC:-}" ] && rt=(--df-runtime="$DF_RUNTIME_BC")
+  # shellcheck disable=SC2206 # MOE_KERNEL_OPTS is a list of options
+  rt+=(${MOE_KERNEL_OPTS:-})
   "$bin/df-translate" --df-to-ptx --df-link="$tmp/moe$cs.bc" "${rt[@]}" "$tmp/first.mlir" -o "$vd/moe.ptx"
-  "$bin/df-translate" --df-kernel-report --df-link="$tmp/moe$cs.bc" "$tmp/first.mlir" \
+  "$bin/df-translate" --df-kernel-report --df-link="$tmp/moe$cs.bc" "${rt[@]}" "$tmp/first.mlir" \
     >"$vd/kernel_report.txt" 2>&1 || true
   echo "$name: $(grep -E "^(features|registers|stack_frame_bytes|spill_store_bytes):" "$vd/kernel_report.txt" | tr '\n' ' ')"
   echo "$sms SMs, cluster $cs, seed $seed, tokens $tokens" >"$vd/meta.txt"

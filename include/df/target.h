@@ -46,6 +46,10 @@ typedef struct df_kernel_options {
      kernel ignores its plan parameters (df/kernel_plan.h). */
   bool embed_plan;
   uint32_t block_size; /* the plan's range block size, for embed_plan */
+  /* Cluster-receiving instructions leave the handler's addresses to its
+     accessors instead of resolving them before the wait
+     (DF_FEATURE_NO_RESOLVE, df/kernel_plan.h). */
+  bool no_resolve;
 } df_kernel_options;
 
 /* df_emit_ptx with kernel options (NULL = all zero: the kernel

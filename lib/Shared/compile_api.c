@@ -39,7 +39,7 @@ df_status df_shared_emit_ptx(const df_packed *k, const df_program *program, cons
                       (size_t)df_device_runtime_bc_size};
   /* no handler module: bitcode handlers only; the program for the
      handlers' workspace */
-  df_kernel_options ko = {{NULL}, program, true, false, 0};
+  df_kernel_options ko = {{NULL}, program, true, false, 0, false};
   return df_emit_kernel(k, &o, &ko, ptx, len);
 #else
   (void)program;
@@ -118,7 +118,7 @@ df_status df_shared_handlers_emit_ptx(const df_shared_handlers *h, const df_pack
 #ifdef DF_HAVE_DEVICE_RUNTIME
   df_ptx_options o = {sm, link_files, link_count, df_device_runtime_bc,
                       (size_t)df_device_runtime_bc_size};
-  df_kernel_options ko = {h->module, h->program, true, false, 0};
+  df_kernel_options ko = {h->module, h->program, true, false, 0, false};
   df_diag_capture diag;
   df_diag_capture_begin(h->ctx, &diag);
   df_status s = df_emit_kernel(k, &o, &ko, ptx, len);

@@ -38,6 +38,8 @@ void df_features_name(uint32_t f, char *buf, size_t cap) {
       n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", n ? "," : "", names[i]);
   if (f & DF_FEATURE_EMBEDDED_PLAN)
     n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%sembedded_plan", n ? "," : "");
+  if (f & DF_FEATURE_NO_RESOLVE)
+    n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%sno_resolve", n ? "," : "");
   if (!n)
     snprintf(buf, cap, "none");
 }

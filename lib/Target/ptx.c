@@ -226,6 +226,8 @@ df_status df_emit_kernel(const df_packed *k, const df_ptx_options *o,
   uint32_t features = ko->all_features ? DF_FEATURES_ALL : df_packed_features(k);
   if (ko->embed_plan)
     features |= DF_FEATURE_EMBEDDED_PLAN;
+  if (ko->no_resolve)
+    features |= DF_FEATURE_NO_RESOLVE;
   df_diag_sink sink = {""};
   LLVMContextRef ctx = df_llvm_context_create(&sink);
   LLVMModuleRef m = NULL;

@@ -29,6 +29,7 @@ typedef struct input {
   bool all_features;        /* --df-kernel-features=all */
   df_cost_params cost;      /* --df-cost-*= */
   const char *runtime;      /* --df-runtime=FILE.bc, NULL: the embedded runtime */
+  bool no_resolve;          /* --df-resolve=off */
 } tr_input;
 
 typedef struct translation {
@@ -207,9 +208,11 @@ static df_status build_kernel(const tr_input *in, char **ptx, size_t *len, uint3
     o.runtime_bc = runtime;
     o.runtime_bc_size = runtime_len;
   }
-  df_kernel_options ko = {in->module, prog, in->all_features, in->embed_plan, block_size};
+  df_kernel_options ko = {in->module,     prog,       in->all_features,
+                          in->embed_plan, block_size, in->no_resolve};
   *features = (in->all_features ? DF_FEATURES_ALL : df_packed_features(k)) |
-              (in->embed_plan ? DF_FEATURE_EMBEDDED_PLAN : 0);
+              (in->embed_plan ? DF_FEATURE_EMBEDDED_PLAN : 0) |
+              (in->no_resolve ? DF_FEATURE_NO_RESOLVE : 0);
   df_status s = df_emit_kernel(k, &o, &ko, ptx, len);
   free(runtime);
   if (workspace)
@@ -355,7 +358,8 @@ static const translation translations[] = {
 
 static void usage(FILE *out) {
   fprintf(out, "usage: df-translate <translation> [--json] [--df-link=F.bc] [--df-sm=SM] "
-                "[--df-embed-plan] [--df-kernel-features=plan|all] [--df-runtime=F.bc]\n"
+                "[--df-embed-plan] [--df-kernel-features=plan|all] [--df-resolve=on|off]\n"
+                "                    [--df-runtime=F.bc]\n"
                 "                    [-o FILE] [input|-]\n"
                "translations:\n");
   for (const translation *t = translations; t->flag; t++)
@@ -370,6 +374,10 @@ static void usage(FILE *out) {
                "  --df-kernel-features=plan|all\n"
                "                       plan (default): only the plan's protocol paths; all: "
                "every path, for any plan of the program\n"
+               "  --df-resolve=on|off  on (default): cluster-receiving instructions resolve the "
+               "handler's\n"
+               "                       input 0 and output addresses before the wait; off: the "
+               "accessors do\n"
                "cost options (--df-plan-cost; docs/fusion.md):\n"
                "  --df-cost-F=N        cycles per dispatched instruction (default 40)\n"
                "  --df-cost-R=N        cycles per record or payload byte (default 0.0625)\n"
@@ -381,6 +389,7 @@ int main(int argc, char **argv) {
   const char *input = NULL, *output = NULL;
   const translation *chosen = NULL;
   bool json = false, embed = false, all_features = false, kernel_opts = false;
+  bool no_resolve = false;
   bool cost_opts = false, cost_match = false;
   df_cost_params cost = df_cost_params_default();
   const char *sm = NULL, *links[16], *runtime = NULL;
@@ -425,6 +434,14 @@ int main(int argc, char **argv) {
         return 2;
       }
       all_features = !strcmp(v, "all");
+      kernel_opts = true;
+    } else if (!strncmp(argv[i], "--df-resolve=", 13)) {
+      const char *v = argv[i] + 13;
+      if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+        fprintf(stderr, "df-translate: --df-resolve expects on or off, got '%s'\n", v);
+        return 2;
+      }
+      no_resolve = !strcmp(v, "off");
       kernel_opts = true;
     } else if (!strncmp(argv[i], "--df-link=", 10)) {
       if (link_count == 16) {
@@ -484,7 +501,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   tr_input in = {{NULL}, NULL, 0,        json,         sm,  {NULL},
-                 link_count, output, embed, all_features, cost, runtime};
+                 link_count, output, embed, all_features, cost, runtime, no_resolve};
   for (unsigned i = 0; i < link_count; i++)
     in.links[i] = links[i];
   bool is_blob = len >= DF_BLOB_MAGIC_BYTES && !memcmp(text, DF_BLOB_MAGIC, DF_BLOB_MAGIC_BYTES);

@@ -251,7 +251,8 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
        record on the edge's critical path (bench/overhead, run L: -0.12 us
        per cluster edge). Not for HBM receives: there the same work before
        the poll costs more than it saves (+0.05 us, run J). */
-    const bool resolved = DF_RT_RESOLVE && handler_id != DF_SENTINEL &&
+    const bool resolved = DF_RT_RESOLVE && !DF_HAS(DF_FEATURE_NO_RESOLVE) &&
+                          handler_id != DF_SENTINEL &&
                           (kinds & DF_KIND_BIT(DF_COMM_CLUSTER_RECV));
     if (resolved) {
       df_ctx_resolve(&ctx, a);
