@@ -62,6 +62,10 @@ df_status df_emit_kernel(const df_packed *k, const df_ptx_options *o,
    ("cluster,cluster_send,...", "none") into buf. */
 uint32_t df_packed_features(const df_packed *k);
 void df_features_name(uint32_t features, char *buf, size_t cap);
+/* The feature bits df_emit_kernel gives the kernel of `k` under `ko`
+   (NULL = all zero): the plan's (or all, all_features) plus the bits of
+   the kernel options. */
+uint32_t df_kernel_features(const df_packed *k, const df_kernel_options *ko);
 
 /* ptxas: DF_PTXAS when set (it must then exist), else `ptxas` on PATH,
    else /usr/local/cuda/bin/ptxas. DF_EUNSUPPORTED when there is none. */

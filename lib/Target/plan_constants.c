@@ -26,6 +26,14 @@ uint32_t df_packed_features(const df_packed *k) {
                              k->topology.cluster_size);
 }
 
+uint32_t df_kernel_features(const df_packed *k, const df_kernel_options *ko) {
+  if (!ko)
+    return df_packed_features(k);
+  return (ko->all_features ? DF_FEATURES_ALL : df_packed_features(k)) |
+         (ko->embed_plan ? DF_FEATURE_EMBEDDED_PLAN : 0u) |
+         (ko->no_resolve ? DF_FEATURE_NO_RESOLVE : 0u);
+}
+
 void df_features_name(uint32_t f, char *buf, size_t cap) {
   static const char *const names[] = {"cluster", "cluster_send", "cluster_recv",
                                       "release", "gated",        "hbm",

@@ -223,11 +223,7 @@ df_status df_emit_kernel(const df_packed *k, const df_ptx_options *o,
   DF_TRY(check_sm(sm));
   if (!o->runtime_bc || !o->runtime_bc_size)
     return df_status_errorf(DF_EINTERNAL, "no device runtime bitcode was given");
-  uint32_t features = ko->all_features ? DF_FEATURES_ALL : df_packed_features(k);
-  if (ko->embed_plan)
-    features |= DF_FEATURE_EMBEDDED_PLAN;
-  if (ko->no_resolve)
-    features |= DF_FEATURE_NO_RESOLVE;
+  const uint32_t features = df_kernel_features(k, ko);
   df_diag_sink sink = {""};
   LLVMContextRef ctx = df_llvm_context_create(&sink);
   LLVMModuleRef m = NULL;

@@ -136,6 +136,18 @@ static df_status plan_cost(const tr_input *in, FILE *out) {
 }
 
 /* --df-cost-<name>=<number>: a finite number >= 0. */
+/* A two-valued kernel option `flag=first|second`: *second_given says
+   which; false (with a message) for any other value. */
+static bool parse_choice(const char *flag, const char *value, const char *first,
+                         const char *second, bool *second_given) {
+  if (strcmp(value, first) != 0 && strcmp(value, second) != 0) {
+    fprintf(stderr, "df-translate: %s expects %s or %s, got '%s'\n", flag, first, second, value);
+    return false;
+  }
+  *second_given = !strcmp(value, second);
+  return true;
+}
+
 static bool parse_cost_option(const char *arg, df_cost_params *c, bool *matched) {
   static const struct {
     const char *prefix;
@@ -210,9 +222,7 @@ static df_status build_kernel(const tr_input *in, char **ptx, size_t *len, uint3
   }
   df_kernel_options ko = {in->module,     prog,       in->all_features,
                           in->embed_plan, block_size, in->no_resolve};
-  *features = (in->all_features ? DF_FEATURES_ALL : df_packed_features(k)) |
-              (in->embed_plan ? DF_FEATURE_EMBEDDED_PLAN : 0) |
-              (in->no_resolve ? DF_FEATURE_NO_RESOLVE : 0);
+  *features = df_kernel_features(k, &ko);
   df_status s = df_emit_kernel(k, &o, &ko, ptx, len);
   free(runtime);
   if (workspace)
@@ -428,20 +438,12 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--df-embed-plan")) {
       embed = kernel_opts = true;
     } else if (!strncmp(argv[i], "--df-kernel-features=", 21)) {
-      const char *v = argv[i] + 21;
-      if (strcmp(v, "plan") != 0 && strcmp(v, "all") != 0) {
-        fprintf(stderr, "df-translate: --df-kernel-features expects plan or all, got '%s'\n", v);
+      if (!parse_choice("--df-kernel-features", argv[i] + 21, "plan", "all", &all_features))
         return 2;
-      }
-      all_features = !strcmp(v, "all");
       kernel_opts = true;
     } else if (!strncmp(argv[i], "--df-resolve=", 13)) {
-      const char *v = argv[i] + 13;
-      if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
-        fprintf(stderr, "df-translate: --df-resolve expects on or off, got '%s'\n", v);
+      if (!parse_choice("--df-resolve", argv[i] + 13, "on", "off", &no_resolve))
         return 2;
-      }
-      no_resolve = !strcmp(v, "off");
       kernel_opts = true;
     } else if (!strncmp(argv[i], "--df-link=", 10)) {
       if (link_count == 16) {
