@@ -601,25 +601,48 @@ void gqa_partial(const df_ctx *ctx) {
 #endif
 
 /* LSE combine of the partials of one task: weights exp(lse_i - max).
-   Inputs are visited in order 0..n-1 on every path, so every path gives
-   the same bits. */
-static float max_lse(const df_ctx *ctx, uint32_t n, uint32_t h) {
+
+   On the GPU, up to COMBINE_FAST inputs (every reduce of a reduce-fan-in
+   plan): thread i resolves input i once into a shared table, so the n
+   chains of dependent record loads (args -> input list -> slot record)
+   run side by side instead of once per input per element (bench/README.md,
+   run M: 3.2 -> 1.9 us for 4 inputs). Otherwise, and on the host, every
+   access resolves its input through the records; -DCOMBINE_LOOP keeps that
+   for every count (run M's comparison). Inputs are visited in order
+   0..n-1 either way, so both give the same bits. */
+#if defined(__NVPTX__) && !defined(COMBINE_LOOP)
+#define COMBINE_FAST 16
+typedef const gqa_inter *gqa_in_ptr; /* the table holds generic pointers */
+static __attribute__((address_space(3))) gqa_in_ptr comb_in[COMBINE_FAST];
+#endif
+
+/* Input i: from the table, or through the records. */
+static inline const gqa_inter *comb_input(const df_ctx *ctx, uint32_t i, bool table) {
+#ifdef COMBINE_FAST
+  if (table)
+    return comb_in[i];
+#endif
+  (void)table;
+  return df_ctx_input(ctx, i);
+}
+
+static inline float max_lse(const df_ctx *ctx, uint32_t n, uint32_t h, bool table) {
   float mx = -__builtin_inff();
   for (uint32_t i = 0; i < n; i++) {
-    float v = ((const gqa_inter *)df_ctx_input(ctx, i))->lse[h];
+    float v = comb_input(ctx, i, table)->lse[h];
     mx = v > mx ? v : mx;
   }
   return mx;
 }
 
-/* Any input count: every access resolves its input through the records. */
-static void combine_any(const df_ctx *ctx, uint32_t n) {
+static inline __attribute__((always_inline)) void combine(const df_ctx *ctx, uint32_t n,
+                                                          bool table) {
   gqa_inter *out = df_ctx_output(ctx);
   for (uint32_t idx = df_ctx_thread(ctx); idx < G * D; idx += df_ctx_threads(ctx)) {
     uint32_t h = idx / D, d = idx % D;
-    float mx = max_lse(ctx, n, h), sum = 0.0f, acc = 0.0f;
+    float mx = max_lse(ctx, n, h, table), sum = 0.0f, acc = 0.0f;
     for (uint32_t i = 0; i < n; i++) {
-      const gqa_inter *p = df_ctx_input(ctx, i);
+      const gqa_inter *p = comb_input(ctx, i, table);
       float w = fexp(p->lse[h] - mx);
       sum += w;
       acc += w * (float)p->o[h][d];
@@ -631,76 +654,31 @@ static void combine_any(const df_ctx *ctx, uint32_t n) {
      the host backend runs one by default). */
   float lse[G];
   for (uint32_t h = df_ctx_thread(ctx); h < G; h += df_ctx_threads(ctx)) {
-    float mx = max_lse(ctx, n, h), sum = 0.0f;
+    float mx = max_lse(ctx, n, h, table), sum = 0.0f;
     for (uint32_t i = 0; i < n; i++)
-      sum += fexp(((const gqa_inter *)df_ctx_input(ctx, i))->lse[h] - mx);
+      sum += fexp(comb_input(ctx, i, table)->lse[h] - mx);
     lse[h] = mx + flog(sum);
   }
-  df_ctx_barrier(ctx);
+  df_ctx_barrier(ctx); /* after it the table is free too */
   for (uint32_t h = df_ctx_thread(ctx); h < G; h += df_ctx_threads(ctx))
     out->lse[h] = lse[h];
   df_ctx_barrier(ctx);
 }
 
-#if defined(__NVPTX__) && !defined(COMBINE_LOOP)
-/* Up to COMBINE_FAST inputs (every reduce of a reduce-fan-in plan): thread
-   i resolves input i, once, into a shared table, so the n chains of
-   dependent record loads (args -> input list -> slot record) run side by
-   side instead of once per input per element. Compact code: the loops
-   stay loops. -DCOMBINE_LOOP keeps the resolving loop for every count
-   (the comparison of bench/README.md, run M). */
-#define COMBINE_FAST 16
-typedef const gqa_inter *gqa_in_ptr; /* the table holds generic pointers */
-static __attribute__((address_space(3))) gqa_in_ptr comb_in[COMBINE_FAST];
-
-static void combine_table(const df_ctx *ctx, uint32_t n) {
-  const uint32_t t = df_ctx_thread(ctx);
-  if (t < n)
-    comb_in[t] = df_ctx_input(ctx, t);
-  gqa_inter *out = df_ctx_output(ctx);
-  df_ctx_barrier(ctx);
-  for (uint32_t idx = t; idx < G * D; idx += df_ctx_threads(ctx)) {
-    uint32_t h = idx / D, d = idx % D;
-    float mx = -__builtin_inff(), sum = 0.0f, acc = 0.0f;
-    for (uint32_t i = 0; i < n; i++) {
-      float v = comb_in[i]->lse[h];
-      mx = v > mx ? v : mx;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-      const gqa_inter *p = comb_in[i];
-      float w = fexp(p->lse[h] - mx);
-      sum += w;
-      acc += w * (float)p->o[h][d];
-    }
-    out->o[h][d] = (_Float16)(acc / sum);
-  }
-  float lse = 0.0f;
-  if (t < G) {
-    float mx = -__builtin_inff(), sum = 0.0f;
-    for (uint32_t i = 0; i < n; i++) {
-      float v = comb_in[i]->lse[t];
-      mx = v > mx ? v : mx;
-    }
-    for (uint32_t i = 0; i < n; i++)
-      sum += fexp(comb_in[i]->lse[t] - mx);
-    lse = mx + flog(sum);
-  }
-  df_ctx_barrier(ctx); /* lse after every o, as in combine_any; the table is free after */
-  if (t < G)
-    out->lse[t] = lse;
-  df_ctx_barrier(ctx);
-}
-
 void gqa_combine(const df_ctx *ctx) {
   const uint32_t n = df_ctx_input_count(ctx);
-  if (n <= COMBINE_FAST && df_ctx_threads(ctx) >= COMBINE_FAST)
-    combine_table(ctx, n);
-  else
-    combine_any(ctx, n);
-}
-#else
-void gqa_combine(const df_ctx *ctx) { combine_any(ctx, df_ctx_input_count(ctx)); }
+#ifdef COMBINE_FAST
+  if (n <= COMBINE_FAST && df_ctx_threads(ctx) >= COMBINE_FAST) {
+    const uint32_t t = df_ctx_thread(ctx);
+    if (t < n)
+      comb_in[t] = df_ctx_input(ctx, t);
+    df_ctx_barrier(ctx);
+    combine(ctx, n, true);
+    return;
+  }
 #endif
+  combine(ctx, n, false);
+}
 
 /* The task's G output rows as f32. */
 void gqa_finalize(const df_ctx *ctx) {
