@@ -449,6 +449,22 @@ static void even_split_errors(void **state) {
   df_program_destroy(prog);
 }
 
+/* reduce_fan_in = 3 on kv 100, 40 (block 16, 4 SMs, cluster 2): the plan
+   of reduce_fan_in_builds_trees. */
+static const want_instr fan_in3_plan[] = {
+    {DF_INSTR_ITER, 0, 0, 0, 16, 0, {0}, 0},       {DF_INSTR_ITER, 0, 1, 16, 32, 0, {0}, 1},
+    {DF_INSTR_ITER, 0, 2, 32, 48, 0, {0}, 2},      {DF_INSTR_ITER, 0, 3, 48, 64, 0, {0}, 3},
+    {DF_INSTR_ITER, 0, 0, 64, 80, 0, {0}, 4},      {DF_INSTR_ITER, 0, 1, 80, 96, 0, {0}, 5},
+    {DF_INSTR_ITER, 0, 2, 96, 100, 0, {0}, 6},     {DF_INSTR_REDUCE, 0, 0, 0, 0, 2, {0, 1}, 7},
+    {DF_INSTR_REDUCE, 0, 2, 0, 0, 2, {2, 3}, 8},   {DF_INSTR_REDUCE, 0, 0, 0, 0, 3, {4, 5, 6}, 9},
+    {DF_INSTR_REDUCE, 0, 0, 0, 0, 3, {7, 8, 9}, 10}, {DF_INSTR_FINALIZE, 0, 0, 0, 0, 1, {10}, S},
+    {DF_INSTR_ITER, 1, 3, 0, 16, 0, {0}, 11},      {DF_INSTR_ITER, 1, 0, 16, 32, 0, {0}, 12},
+    {DF_INSTR_ITER, 1, 1, 32, 40, 0, {0}, 13},     {DF_INSTR_REDUCE, 1, 3, 0, 0, 3, {11, 12, 13}, 14},
+    {DF_INSTR_FINALIZE, 1, 3, 0, 0, 1, {14}, S},   {DF_INSTR_EXIT, S, 0, 0, 0, 0, {0}, S},
+    {DF_INSTR_EXIT, S, 1, 0, 0, 0, {0}, S},        {DF_INSTR_EXIT, S, 2, 0, 0, 0, {0}, S},
+    {DF_INSTR_EXIT, S, 3, 0, 0, 0, {0}, S},
+};
+
 /* reduce_fan_in = 3: a task of 7 blocks (100 keys, block 16) reduces its
    blocks in runs of 2, 2, 3 (on the SMs of their first blocks) and then
    the 3 results; a task of 3 blocks keeps one reduce. Fan-in 1 and other
@@ -461,20 +477,7 @@ static void reduce_fan_in_builds_trees(void **state) {
   o.reduce_fan_in = 3;
   df_plan *p;
   assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
-  static const want_instr w[] = {
-      {DF_INSTR_ITER, 0, 0, 0, 16, 0, {0}, 0},       {DF_INSTR_ITER, 0, 1, 16, 32, 0, {0}, 1},
-      {DF_INSTR_ITER, 0, 2, 32, 48, 0, {0}, 2},      {DF_INSTR_ITER, 0, 3, 48, 64, 0, {0}, 3},
-      {DF_INSTR_ITER, 0, 0, 64, 80, 0, {0}, 4},      {DF_INSTR_ITER, 0, 1, 80, 96, 0, {0}, 5},
-      {DF_INSTR_ITER, 0, 2, 96, 100, 0, {0}, 6},     {DF_INSTR_REDUCE, 0, 0, 0, 0, 2, {0, 1}, 7},
-      {DF_INSTR_REDUCE, 0, 2, 0, 0, 2, {2, 3}, 8},   {DF_INSTR_REDUCE, 0, 0, 0, 0, 3, {4, 5, 6}, 9},
-      {DF_INSTR_REDUCE, 0, 0, 0, 0, 3, {7, 8, 9}, 10}, {DF_INSTR_FINALIZE, 0, 0, 0, 0, 1, {10}, S},
-      {DF_INSTR_ITER, 1, 3, 0, 16, 0, {0}, 11},      {DF_INSTR_ITER, 1, 0, 16, 32, 0, {0}, 12},
-      {DF_INSTR_ITER, 1, 1, 32, 40, 0, {0}, 13},     {DF_INSTR_REDUCE, 1, 3, 0, 0, 3, {11, 12, 13}, 14},
-      {DF_INSTR_FINALIZE, 1, 3, 0, 0, 1, {14}, S},   {DF_INSTR_EXIT, S, 0, 0, 0, 0, {0}, S},
-      {DF_INSTR_EXIT, S, 1, 0, 0, 0, {0}, S},        {DF_INSTR_EXIT, S, 2, 0, 0, 0, {0}, S},
-      {DF_INSTR_EXIT, S, 3, 0, 0, 0, {0}, S},
-  };
-  check_instrs(p, w, N(w));
+  check_instrs(p, fan_in3_plan, N(fan_in3_plan));
   /* instruction 8's result moves SM 2 -> 0 over HBM into instruction 10 */
   bool moved = false;
   for (uint32_t i = 0; i < p->comm_count; i++)
@@ -512,19 +515,11 @@ static void reduce_spread_places_tree_reduces(void **state) {
   o.reduce_spread = true;
   df_plan *p;
   assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
-  static const want_instr w[] = {
-      {DF_INSTR_ITER, 0, 0, 0, 16, 0, {0}, 0},       {DF_INSTR_ITER, 0, 1, 16, 32, 0, {0}, 1},
-      {DF_INSTR_ITER, 0, 2, 32, 48, 0, {0}, 2},      {DF_INSTR_ITER, 0, 3, 48, 64, 0, {0}, 3},
-      {DF_INSTR_ITER, 0, 0, 64, 80, 0, {0}, 4},      {DF_INSTR_ITER, 0, 1, 80, 96, 0, {0}, 5},
-      {DF_INSTR_ITER, 0, 2, 96, 100, 0, {0}, 6},     {DF_INSTR_REDUCE, 0, 0, 0, 0, 2, {0, 1}, 7},
-      {DF_INSTR_REDUCE, 0, 2, 0, 0, 2, {2, 3}, 8},   {DF_INSTR_REDUCE, 0, 1, 0, 0, 3, {4, 5, 6}, 9},
-      {DF_INSTR_REDUCE, 0, 3, 0, 0, 3, {7, 8, 9}, 10}, {DF_INSTR_FINALIZE, 0, 3, 0, 0, 1, {10}, S},
-      {DF_INSTR_ITER, 1, 3, 0, 16, 0, {0}, 11},      {DF_INSTR_ITER, 1, 0, 16, 32, 0, {0}, 12},
-      {DF_INSTR_ITER, 1, 1, 32, 40, 0, {0}, 13},     {DF_INSTR_REDUCE, 1, 3, 0, 0, 3, {11, 12, 13}, 14},
-      {DF_INSTR_FINALIZE, 1, 3, 0, 0, 1, {14}, S},   {DF_INSTR_EXIT, S, 0, 0, 0, 0, {0}, S},
-      {DF_INSTR_EXIT, S, 1, 0, 0, 0, {0}, S},        {DF_INSTR_EXIT, S, 2, 0, 0, 0, {0}, S},
-      {DF_INSTR_EXIT, S, 3, 0, 0, 0, {0}, S},
-  };
+  want_instr w[N(fan_in3_plan)];
+  memcpy(w, fan_in3_plan, sizeof w);
+  w[9].sm = 1;  /* the run {4, 5, 6} on SMs {0, 1, 2}: SM 0 has a reduce */
+  w[10].sm = 3; /* the last reduce: SMs 0, 2, 1 have one */
+  w[11].sm = 3; /* its finalize */
   check_instrs(p, w, N(w));
   /* every input of the last reduce moves to SM 3: from SM 2 (its cluster
      peer) over DSMEM, from SMs 0 and 1 over HBM */
