@@ -104,9 +104,11 @@ def makespan(task_lens, block, balance, defer, even=None):
     """Modelled time (us) and the largest per-CTA slot bytes of the plan
     (even = (chunks, granularity, task cost) for even-split)."""
     queues = place_even(task_lens, *even) if even else place(task_lens, block, balance)
-    if defer:
-        queues = [[op for op in q if op[0] == "iter"] + [op for op in q if op[0] == "reduce"]
-                  for q in queues]
+    if defer:  # ITERs first; a reduce of only its own SM's ITERs stays after them
+        def first(op, sm):
+            return op[0] == "iter" or all(b == sm for b in op[2])
+        queues = [[op for op in q if first(op, sm)] + [op for op in q if not first(op, sm)]
+                  for sm, q in enumerate(queues)]
     held = max(sum(INTER_BYTES * (len(op[2]) + 1 if op[0] == "reduce" else 1) for op in q)
                for q in queues)
     # replay: queues in order, a reduce waits for its inputs
@@ -231,6 +233,18 @@ def cases():
             # measured)
             alt(".spread", c["schedule"] + ", reduce-spread", c["block"], None,
                 c["opts"] + " reduce-spread=true")
+        if c["name"].startswith("s"):
+            # one-block tasks without their one-input REDUCE (df-schedule
+            # skip-unary-reduce; the FINALIZE reads the partial), and with
+            # df-fuse joining each one-block task's ITER -> (REDUCE ->)
+            # FINALIZE, adjacent since defer-reduces leaves what receives
+            # nothing after its ITER (added after run M)
+            alt(".skip", c["schedule"] + ", skip-unary-reduce", c["block"], None,
+                c["opts"] + " skip-unary-reduce=true")
+            alt(".fuse", c["schedule"] + ", df-fuse", c["block"], None, c["opts"],
+                passes="--df-fuse")
+            alt(".skipf", c["schedule"] + ", skip-unary-reduce + df-fuse", c["block"], None,
+                c["opts"] + " skip-unary-reduce=true", passes="--df-fuse")
         if c["name"] in ("s32", "s16"):
             # the case's schedule at other block sizes than the model's
             # choice (its per-partial cost is a guess)

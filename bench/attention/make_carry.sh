@@ -7,7 +7,8 @@
 # KV capacity. Plans: 132 SMs, cluster 2, all_at_once with the placement the
 # model of cases.py prefers (round_robin, + defer-reduces, + balance-iters),
 # per-CTA shared layout, HBM staging copies; plus each case's alternative
-# plans (cases.json "alts": even-split, round_robin, same kernel; CASE.stS:
+# plans (cases.json "alts": even-split, round_robin, same kernel, with the
+# df-opt passes of their "passes" (e.g. --df-fuse) after df-schedule; CASE.stS:
 # the case's plan with handlers built with -DKV_STAGES=S, the program's
 # partial declaring df.workspace_bytes = the alt's workspace_bytes).
 # CARRY_PLANS=NAME[,NAME...] makes only those plans (cases.json lists all).
@@ -27,11 +28,12 @@ for c in json.load(open(sys.argv[1])):
     for p in [c] + c.get("alts", []):
         extra = " ".join(f for f in (c["cflags"], p.get("cflags", "")) if f) or "-"
         print(p["name"], c["lmax"], p["block"], extra, p.get("workspace_bytes", 0),
-              len(c["lens"]), per_task, p["opts"], sep="\t")
+              len(c["lens"]), per_task, p["opts"], p.get("passes", "") or "-", sep="\t")
 PY
-while IFS=$'\t' read -r name lmax block extra ws seqs lens opts; do
+while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes; do
   [ -n "${CARRY_PLANS:-}" ] && [[ ",$CARRY_PLANS," != *",$name,"* ]] && continue
   [ "$extra" = - ] && extra=""
+  [ "$passes" = - ] && passes=""
   bc="$tmp/gqa_$lmax${extra//[^A-Za-z0-9]/_}.bc"
   # shellcheck disable=SC2086 # extra: compiler flags of a variant
   [ -e "$bc" ] || clang-22 "${cflags[@]}" -DGQA_LMAX="${lmax}u" $extra "$gqa/attention_gqa_handlers.c" -o "$bc"
@@ -44,7 +46,7 @@ while IFS=$'\t' read -r name lmax block extra ws seqs lens opts; do
   fi
   plan_files "$name" "$prog" "$bc" \
     "sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once $opts" \
-    "per-cta-shared=true"
+    "per-cta-shared=true" "$passes"
   echo "$name: $("$bin/df-translate" --df-plan-dump "$dir/$name.dfplan" | grep -E "^counts|^  shared_memory_bytes" \
     | sed -E 's/ (slots|args|input_slots|task_coords|handlers|primary_handlers|operators|types)=[0-9]+//g' | tr '\n' ' ')"
   # A kernel whose ctx.workspace is NULL for certain (a df without

@@ -452,6 +452,12 @@ typedef struct df_schedule_options {
      last REDUCE. A tree's upper levels then wait on SMs that ran only a
      partial instead of after a lower level's reduce on the same SM. */
   bool reduce_spread;
+  /* df extension (off by default; all_at_once, a reduce and a finalize
+     stage whose reducer produces the partial's type): a task whose
+     reduce would take one input has no REDUCE; its FINALIZE reads the
+     partial directly, on the partial's SM. The caller asserts that the
+     reducer is the identity on one input (an LSE combine is). */
+  bool skip_unary_reduce;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */

@@ -212,18 +212,46 @@ static df_status task_order(df_sched *s, uint32_t **out) {
   return df_status_ok();
 }
 
+/* Whether instruction id stays in the first pass of defer_reduces: an
+   ITER, or an instruction whose every input is produced earlier on its
+   own SM by a first-pass instruction. Such an instruction receives
+   nothing, so it never waits, and running it right after its producers
+   frees its inputs' slots early and leaves it adjacent to them for
+   df-fuse (a one-block task's ITER -> REDUCE -> FINALIZE). */
+static bool first_pass(const df_plan *p, const bool *first, uint32_t id) {
+  const df_instr *in = &p->instrs[id];
+  if (in->op == DF_INSTR_ITER)
+    return true;
+  if (!in->input_count)
+    return false;
+  for (uint32_t i = 0; i < in->input_count; i++) {
+    uint32_t prod = p->slots[p->inputs[in->input_offset + i]].producer;
+    if (prod >= id || !first[prod] || p->instrs[prod].sm != in->sm)
+      return false;
+  }
+  return true;
+}
+
 /* Queue order with every ITER first (defer_reduces): ids 0..n in two
-   passes, ITERs then the rest. */
+   passes, the ITERs (and what reads only them on their SM, first_pass)
+   then the rest. */
 static df_status defer_reduces(df_sched *s) {
   const df_plan *p = s->p;
-  s->order = df_alloc(&s->p->alloc, sizeof(uint32_t) * (p->instr_count ? p->instr_count : 1));
-  if (!s->order)
+  const uint32_t n = p->instr_count ? p->instr_count : 1;
+  s->order = df_alloc(&s->p->alloc, sizeof(uint32_t) * n);
+  bool *first = df_alloc(&s->p->alloc, sizeof(bool) * n);
+  if (!s->order || !first) {
+    df_free(&s->p->alloc, first);
     return df_status_errorf(DF_ENOMEM, "out of memory ordering %u instructions", p->instr_count);
+  }
+  for (uint32_t id = 0; id < p->instr_count; id++)
+    first[id] = first_pass(p, first, id);
   s->order_count = 0;
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t id = 0; id < p->instr_count; id++)
-      if ((p->instrs[id].op == DF_INSTR_ITER) == (pass == 0))
+      if (first[id] == (pass == 0))
         s->order[s->order_count++] = id;
+  df_free(&s->p->alloc, first);
   return df_status_ok();
 }
 
@@ -382,6 +410,11 @@ df_status df_schedule_all_at_once(df_sched *s) {
     }
     if (s->o->reduce_fan_in)
       nb = reduce_levels(s, t, rtype, slots, iters, sms, nb, spread_on ? &spread : NULL);
+    if (nb == 1 && s->o->skip_unary_reduce) { /* checked: fin; the program model gives
+                                                  the reducer the partial's type */
+      df_sched_instr(s, DF_INSTR_FINALIZE, t, sms[0], s->finalize, slots, 1, DF_SENTINEL);
+      continue;
+    }
     uint32_t red_sm = spread_on ? spread_sm(&spread, 0, leaves, sms[0]) : sms[0];
     uint32_t red_slot = df_sched_slot(s, t, rtype, DF_ROLE_REDUCED, s->p->instr_count);
     uint32_t red = df_sched_instr(s, DF_INSTR_REDUCE, t, red_sm, s->reduce, slots, nb, red_slot);
@@ -533,6 +566,18 @@ static df_status check_policy(const df_sched *s) {
   if (o->reduce_spread && !o->reduce_fan_in)
     return df_status_errorf(DF_EINVAL, "Dataflow schedule option reduce_spread needs "
                                        "reduce_fan_in (reduce trees)");
+  if (o->skip_unary_reduce && !o->partial_only) {
+    if (o->strategy != DF_REDUCE_ALL_AT_ONCE)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow schedule option skip_unary_reduce needs reduce strategy "
+                              "'all_at_once', got '%s'",
+                              df_reduce_strategy_name(o->strategy));
+    if (s->reduce < 0 || s->finalize < 0)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow schedule option skip_unary_reduce needs a reduce and a "
+                              "finalize stage; program '%s' lacks a %s stage",
+                              s->prog->name, s->reduce < 0 ? "reduce" : "finalize");
+  }
   if (o->reduce_fan_in && o->strategy != DF_REDUCE_ALL_AT_ONCE)
     return df_status_errorf(DF_EINVAL,
                             "Dataflow schedule option reduce_fan_in needs reduce strategy "

@@ -155,6 +155,15 @@ static uint64_t block_count(const uint32_t *len, uint32_t tasks, uint32_t block)
   return n;
 }
 
+/* Whether task op's REDUCE reads only ITERs of its own SM: the scheduler's
+   defer_reduces leaves it right after them (schedule.c, first_pass). */
+static bool local_reduce(const split_work *w, uint32_t op) {
+  uint32_t t = UINT32_MAX - op;
+  for (uint32_t b = w->task_first[t]; b < w->task_first[t + 1]; b++)
+    if (w->block_sm[b] != op_sm(w, op)) return false;
+  return true;
+}
+
 /* Replay the queues; returns the makespan, *held the fullest SM's bytes. */
 static double replay(split_work *w, uint32_t tasks, uint32_t sms, uint32_t nb, bool defer,
                      const df_split_cost *c, uint64_t *held) {
@@ -167,8 +176,8 @@ static double replay(split_work *w, uint32_t tasks, uint32_t sms, uint32_t nb, b
   for (int pass = defer ? 0 : 2; pass < (defer ? 2 : 3); pass++)
     for (uint32_t i = 0; i < ops; i++) {
       uint32_t op = w->emit[i];
-      bool is_iter = op < nb;
-      if ((pass == 0 && !is_iter) || (pass == 1 && is_iter)) continue;
+      bool first = op < nb || local_reduce(w, op);
+      if ((pass == 0 && !first) || (pass == 1 && first)) continue;
       w->queue_ids[w->queue_pos[op_sm(w, op)]++] = op;
     }
   uint64_t most = 0;

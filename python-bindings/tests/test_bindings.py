@@ -284,6 +284,14 @@ def test_even_split_reaches_the_c_scheduler():
     with pytest.raises(ValueError, match="reduce_spread needs reduce_fan_in"):
         df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
                     reduce_spread=True)
+    skip = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 40]},
+                       block_size=64, skip_unary_reduce=True)
+    assert [(i.opcode.value, i.task_id) for i in skip.instructions if i.opcode.value != "iter"][:3] \
+        == [("reduce", 0), ("finalize", 0), ("finalize", 1)]
+    with pytest.raises(ValueError, match="skip_unary_reduce needs reduce strategy 'all_at_once'"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    scheduler_policy="cluster_local", reduce_strategy="streaming",
+                    skip_unary_reduce=True)
     costed = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 300, 37]},
                          block_size=128, even_split=True, even_split_granularity=16,
                          even_split_task_cost=200)

@@ -28,12 +28,15 @@ kernel_only() {
   "$bin/df-translate" --df-to-ptx --df-link="$3" "${rt[@]}" "$2" -o "$dir/$1.ptx"
 }
 
-# plan_files NAME PROGRAM HANDLERS_BC SCHEDULE [LAYOUT]: schedules PROGRAM
-# (and lays out its slots with LAYOUT, if given) into $tmp/NAME.mlir, and
-# writes $dir/NAME.ptx (linked with HANDLERS_BC) and $dir/NAME.dfplan.
+# plan_files NAME PROGRAM HANDLERS_BC SCHEDULE [LAYOUT [PASSES]]: schedules
+# PROGRAM (then runs the df-opt PASSES, e.g. --df-fuse, and lays out its
+# slots with LAYOUT, if given) into $tmp/NAME.mlir, and writes
+# $dir/NAME.ptx (linked with HANDLERS_BC) and $dir/NAME.dfplan.
 plan_files() {
-  local name=$1 prog=$2 bc=$3 sched=$4 layout=${5:-}
+  local name=$1 prog=$2 bc=$3 sched=$4 layout=${5:-} passes=${6:-}
   local opt=(--df-schedule="$sched")
+  # shellcheck disable=SC2206 # PASSES: df-opt flags, split on spaces
+  [ -n "$passes" ] && opt+=($passes)
   [ -n "$layout" ] && opt+=(--df-layout-slots="$layout")
   "$bin/df-opt" "$prog" "${opt[@]}" -o "$tmp/$name.mlir"
   kernel_and_blob "$name" "$tmp/$name.mlir" "$bc"

@@ -218,6 +218,33 @@ static void defer_reduces_moves_iters_first(void **state) {
   df_program_destroy(prog);
 }
 
+/* defer_reduces keeps in place what receives nothing: on one SM every
+   reduce's inputs are its own ITERs, so the queue stays in id order
+   (ITER ITER REDUCE FINALIZE per task); skip_unary_reduce then drops the
+   REDUCE of the one-block task, whose FINALIZE reads the partial. */
+static void defer_reduces_keeps_local_reduces(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  static const uint32_t kv[2] = {256, 128};
+  df_schedule_options o = options(1, 1, kv, 2, 128);
+  o.defer_reduces = true;
+  df_plan *p;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  static const uint32_t off[] = {0}, len[] = {8};
+  static const uint32_t ids[] = {0, 1, 2, 3, 4, 5, 6, 7};
+  check_queues(p, off, len, ids, N(ids));
+  df_plan_destroy(p);
+  o.skip_unary_reduce = true;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  assert_int_equal(p->instr_count, 7);
+  assert_int_equal(p->instrs[4].op, DF_INSTR_ITER);
+  assert_int_equal(p->instrs[5].op, DF_INSTR_FINALIZE);
+  assert_int_equal(p->inputs[p->instrs[5].input_offset], p->instrs[4].output_slot);
+  assert_int_equal(p->slots[p->instrs[4].output_slot].role, DF_ROLE_PARTIAL);
+  df_plan_destroy(p);
+  df_program_destroy(prog);
+}
+
 /* balance_iters: tasks longest first, each block on the least loaded SM
    (range units; ties: lower SM). Lengths 128, 512, 256 on 4 SMs, block
    128: task 1 on SMs 0-3, task 2 on SMs 0 and 1, task 0 on SM 2. */
@@ -1508,6 +1535,7 @@ int main(void) {
       cmocka_unit_test(make_plan_slots),
       cmocka_unit_test(make_plan_comms_and_queues),
       cmocka_unit_test(defer_reduces_moves_iters_first),
+      cmocka_unit_test(defer_reduces_keeps_local_reduces),
       cmocka_unit_test(balance_iters_places_by_load),
       cmocka_unit_test(even_split_cuts_total_evenly),
       cmocka_unit_test(even_split_tiles_ranges),

@@ -61,6 +61,23 @@ gqa_plan gqa_fanin_rr "" "reduce-fan-in=2 defer-reduces=true" || exit 1
 # reduce of its task (reduce-spread moves reduces: a different plan from
 # the same options without it)
 gqa_plan gqa_spread_rr "" "block-size=64 reduce-fan-in=2 defer-reduces=true reduce-spread=true" || exit 1
+# skip-unary-reduce: at block 256 sequence 1's tasks are one block each
+# (ITER -> FINALIZE, no REDUCE), sequence 0's two (a REDUCE); with
+# defer-reduces the one-block tasks' FINALIZEs stay after their ITERs,
+# where df-fuse joins them (one composite dispatch; its outputs are checked
+# on the GPU by bench/attention, the host library here has no composites).
+# At block 512 every task is one block.
+gqa_plan gqa_skip "per-cta-shared=true" "block-size=256 balance-iters=true defer-reduces=true skip-unary-reduce=true" || exit 1
+gqa_plan gqa_skip_all "per-cta-shared=true" "block-size=512 skip-unary-reduce=true" || exit 1
+"$bin/df-opt" "$work/gqa_skip.mlir" --df-fuse -o "$work/gqa_skip_fused.mlir" &&
+  "$bin/df-translate" --df-to-plan "$work/gqa_skip_fused.mlir" -o "$work/gqa_skip_fused.dfplan" || exit 1
+for want in gqa_skip:8 gqa_skip_all:0 gqa_skip_fused:8; do # REDUCEs (opcode 2): 8 two-block tasks
+  n=$("$bin/df-translate" --df-plan-dump "$work/${want%:*}.dfplan" | grep -c "opcode=2 ")
+  [ "$n" = "${want#*:}" ] ||
+    { echo "FAIL: ${want%:*}: $n REDUCEs, want ${want#*:}"; failures=$((failures + 1)); }
+done
+grep -q "fused = true" "$work/gqa_skip_fused.mlir" ||
+  { echo "FAIL: gqa_skip: df-fuse joined no ITER -> FINALIZE"; failures=$((failures + 1)); }
 # one reduce per task over 16-key partials: 24 inputs (sequence 0, the
 # combine's any-count path) and 16 (sequence 1, its resolved-inputs path)
 gqa_plan gqa_wide "per-cta-shared=true" "sm-count=32 block-size=16" || exit 1
@@ -77,7 +94,7 @@ cmp -s "$work/o_cta.npy" "$work/o_ref_layout.npy" ||
   { echo "FAIL: per-CTA and reference layouts give different outputs"; failures=$((failures + 1)); }
 run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_balanced.dfplan" \
   --check "O=$work/gqa_ref.npy:0.02:0.002"
-for plan in gqa_even gqa_even7 gqa_fanin gqa_fanin_rr gqa_spread_rr gqa_wide; do
+for plan in gqa_even gqa_even7 gqa_fanin gqa_fanin_rr gqa_spread_rr gqa_wide gqa_skip gqa_skip_all; do
   run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/$plan.dfplan" \
     --check "O=$work/gqa_ref.npy:0.02:0.002"
 done
