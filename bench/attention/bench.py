@@ -56,7 +56,7 @@ SPIN_CYCLES = 80_000  # ~40 us at 1.98 GHz
 class DfKernel:
     """One PTX module + plan blob; one executable per bound input set."""
 
-    def __init__(self, ptx: Path, plan: Path, block_size: int):
+    def __init__(self, ptx: Path, plan: Path, block_size: int, threads: int = THREADS):
         self.rt = runtime_context()
         self.dll = dll = runtime.load()
         dll.df_rt_tensor_raw.restype = df_rt_tensor
@@ -75,13 +75,14 @@ class DfKernel:
         check(dll.df_rt_plan_from_blob(self.rt, blob, len(blob), ctypes.byref(out)))
         self.plan = out.value
         self.block_size = block_size
+        self.threads = threads
         self.exes = []
 
     def bind(self, tensors) -> int:
         """A new executable bound to these torch tensors; returns its index."""
         dll = self.dll
         eo = df_rt_executable_options()
-        eo.block_dim[0], eo.block_dim[1], eo.block_dim[2] = THREADS, 1, 1
+        eo.block_dim[0], eo.block_dim[1], eo.block_dim[2] = self.threads, 1, 1
         eo.block_size = self.block_size
         out = ctypes.c_void_p()
         check(dll.df_rt_executable_create(self.module, self.plan, ctypes.byref(eo), ctypes.byref(out)))
@@ -238,7 +239,8 @@ def run_case(c, carry: Path, copy_bw):
     # same lengths), each on the same input sets.
     # Alternatives missing from the carry (make_carry.sh CARRY_PLANS) are
     # left out.
-    plans = [res] + [dict(res, name=a["name"], block=a["block"], schedule=a["schedule"])
+    plans = [res] + [dict(res, name=a["name"], block=a["block"], schedule=a["schedule"],
+                          threads=a.get("threads", THREADS))
                      for a in c.get("alts", []) if (carry / f"{a['name']}.ptx").exists()]
     for r in plans:
         try:
@@ -283,7 +285,8 @@ def run_case(c, carry: Path, copy_bw):
 def measure_df(res, carry: Path, sets, ref):
     """df's time, error and determinism for the plan res['name'] (fills res)."""
     name = res["name"]
-    dfk = DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", res["block"])
+    dfk = DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", res["block"],
+                   res.get("threads", THREADS))
     try:
         idx = [dfk.bind(list(s)) for s in sets]
         o0 = sets[0][3]

@@ -139,6 +139,17 @@ def makespan(task_lens, block, balance, defer, even=None):
     return max(clock), held
 
 
+def choose_at(sms, task_lens, schedules=tuple(SCHEDULES)):
+    """choose() for `sms` queues sharing the card's bandwidth."""
+    global SMS, SM_BYTES_PER_US
+    saved = SMS, SM_BYTES_PER_US
+    SMS, SM_BYTES_PER_US = sms, SM_BYTES_PER_US * saved[0] / sms
+    try:
+        return choose(task_lens, schedules)
+    finally:
+        SMS, SM_BYTES_PER_US = saved
+
+
 def choose(task_lens, schedules=tuple(SCHEDULES), blocks=None):
     """(block, schedule name, modelled us) with the smallest modelled makespan."""
     best = None
@@ -182,7 +193,11 @@ def cases():
             c["model_us"] = makespan(tl, c["block"], *SCHEDULES[c["schedule"]])[0]
         # reduce trees of at most FAN_IN inputs (a no-op where reduces take
         # fewer): run E, u1x128k 179 -> 163 us, s16 137 -> 129 us
-        c["opts"] = sched_opts(*SCHEDULES[c["schedule"]]) + f" reduce-fan-in={FAN_IN}"
+        # and no REDUCE for a task of one block (its FINALIZE reads the
+        # partial; an LSE combine of one input is that input): run N, s32
+        # 89.2 -> 82.2 us, s16 122.1 -> 118.0, s64 298.8 -> 290.5
+        c["opts"] = (sched_opts(*SCHEDULES[c["schedule"]]) + f" reduce-fan-in={FAN_IN}"
+                     + " skip-unary-reduce=true")
         c["cflags"] = ""
         c["tokens"] = sum(lens)
         c["kv_bytes"] = sum(lens) * HKV * ROW_BYTES
@@ -234,17 +249,23 @@ def cases():
             alt(".spread", c["schedule"] + ", reduce-spread", c["block"], None,
                 c["opts"] + " reduce-spread=true")
         if c["name"].startswith("s"):
-            # one-block tasks without their one-input REDUCE (df-schedule
-            # skip-unary-reduce; the FINALIZE reads the partial), and with
-            # df-fuse joining each one-block task's ITER -> (REDUCE ->)
-            # FINALIZE, adjacent since defer-reduces leaves what receives
-            # nothing after its ITER (added after run M)
-            alt(".skip", c["schedule"] + ", skip-unary-reduce", c["block"], None,
-                c["opts"] + " skip-unary-reduce=true")
+            # the plan with every task's REDUCE (before run N), and with
+            # df-fuse joining each one-block task's ITER -> FINALIZE
+            # (adjacent: defer-reduces leaves what receives nothing after
+            # its ITER). Run N: fused 20-30 % slower (the composite spills
+            # 640 bytes inside the partial's loop)
+            alt(".noskip", c["schedule"] + ", a reduce per task", c["block"], None,
+                c["opts"].replace(" skip-unary-reduce=true", ""))
             alt(".fuse", c["schedule"] + ", df-fuse", c["block"], None, c["opts"],
                 passes="--df-fuse")
-            alt(".skipf", c["schedule"] + ", skip-unary-reduce + df-fuse", c["block"], None,
-                c["opts"] + " skip-unary-reduce=true", passes="--df-fuse")
+        if c["name"] in ("s32", "s16", "s64", "u8x4k", "u1x128k"):
+            # two CTAs of 128 threads per SM (264 queues; 255 registers x
+            # 128 threads fit twice in an SM's register file): one CTA's
+            # fixed costs (first loads, merge, reduce) overlap the other's
+            # stream. Block by the model at 264 SMs of half the bandwidth
+            block, sched, t = choose_at(2 * SMS, tl, (c["schedule"],))
+            alt(".x2", sched + ", 2 CTAs/SM x 128 threads", block, t,
+                c["opts"] + f" sm-count={2 * SMS}", threads=128)
         if c["name"] in ("s32", "s16"):
             # the case's schedule at other block sizes than the model's
             # choice (its per-partial cost is a guess)
