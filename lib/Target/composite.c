@@ -92,14 +92,7 @@ df_status df_build_composite(LLVMModuleRef m, const df_packed *k, const df_handl
       LLVMBuildStore(b, LLVMBuildGEP2(b, i8, args, &off, 1, ""), copy);
     }
     LLVMValueRef call = LLVMBuildCall2(b, fty, parts[i], &copy, 1, "");
-    if (device) {
-      /* Each part stays a call: inlined, the parts and the ctx copy share
-         one register allocation, and the GQA partial's loop spilled 640
-         bytes in ITER -> FINALIZE composites (bench/attention run N). */
-      unsigned kind = LLVMGetEnumAttributeKindForName("noinline", strlen("noinline"));
-      LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
-                               LLVMCreateEnumAttribute(ctx, kind, 0));
-    }
+    (void)call;
   }
   LLVMBuildRetVoid(b);
   LLVMDisposeBuilder(b);
