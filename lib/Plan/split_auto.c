@@ -176,8 +176,7 @@ static double replay(split_work *w, uint32_t tasks, uint32_t sms, uint32_t nb, b
   for (int pass = defer ? 0 : 2; pass < (defer ? 2 : 3); pass++)
     for (uint32_t i = 0; i < ops; i++) {
       uint32_t op = w->emit[i];
-      bool first = op < nb || local_reduce(w, op);
-      if ((pass == 0 && !first) || (pass == 1 && first)) continue;
+      if (pass != 2 && (op < nb || local_reduce(w, op)) != (pass == 0)) continue;
       w->queue_ids[w->queue_pos[op_sm(w, op)]++] = op;
     }
   uint64_t most = 0;

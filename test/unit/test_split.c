@@ -92,6 +92,28 @@ static void model_by_hand(void **state) {
   assert_true(t > 550 - 1e-9 && t < 550 + 1e-9);
 }
 
+/* defer_reduces leaves a reduce of only its own SM's ITERs right after
+   them, as the scheduler does: lengths 100 and 512, block 256, the costs
+   above. SM0 = b0(t0, 100) R0 b2(t1, 256), SM1 = b1(t1, 256) R1. SM0: b0
+   110, R0 (local) 118, b2 384; SM1: b1 266, R1 waits for b2 (384 + 3) and
+   ends 387 + 5 + 2 + 2 = 396 (388 with R0 after b2). */
+static void model_keeps_local_reduce(void **state) {
+  (void)state;
+  uint32_t len[] = {100, 512};
+  df_split_cost c = {.per_unit_us = 1,
+                     .per_partial_us = 10,
+                     .reduce_us = 5,
+                     .reduce_per_input_us = 1,
+                     .finalize_us = 2,
+                     .hbm_edge_us = 3,
+                     .slot_bytes = 100};
+  double t;
+  uint64_t held;
+  df_status st = df_split_model(len, 2, 2, 256, false, true, &c, &t, &held);
+  assert_false(df_failed(&st));
+  assert_true(t > 396 - 1e-9 && t < 396 + 1e-9);
+}
+
 static void refuses_bad_input(void **state) {
   (void)state;
   uint32_t len[] = {300, 0};
@@ -141,6 +163,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(matches_bench_picks),
       cmocka_unit_test(model_by_hand),
+      cmocka_unit_test(model_keeps_local_reduce),
       cmocka_unit_test(refuses_bad_input),
       cmocka_unit_test(search_bounds),
   };
