@@ -239,6 +239,11 @@ def cases():
             # loop per element (-DCOMBINE_LOOP, the combine before run M)
             alt(".loop", c["schedule"] + ", loop combine", c["block"], c["model_us"],
                 c["opts"], cflags="-DCOMBINE_LOOP")
+            # the combine of runs M-N (one table of input pointers, each
+            # thread walking max -> weights -> sum per element;
+            # -DCOMBINE_TABLE) against the three-step combine of run O
+            alt(".table", c["schedule"] + ", run-M table combine", c["block"], c["model_us"],
+                c["opts"], cflags="-DCOMBINE_TABLE")
         if c["name"] in ("u1x128k", "s16", "s64"):
             # reduce trees of at most 8 inputs (run M)
             alt(".fan8", c["schedule"] + ", fan-in 8", c["block"], None,
@@ -248,6 +253,12 @@ def cases():
             # measured)
             alt(".spread", c["schedule"] + ", reduce-spread", c["block"], None,
                 c["opts"] + " reduce-spread=true")
+        if c["name"] in ("u1x128k", "s16", "s32", "s64", "u64x4k"):
+            # the plan's records in the kernel image (df-translate
+            # --df-embed-plan: .const when they fit 60 KiB, read through the
+            # constant cache, which the receives' acquires do not empty)
+            alt(".embed", c["schedule"] + ", embedded plan", c["block"], None, c["opts"],
+                translate="--df-embed-plan")
         if c["name"].startswith("s"):
             # the plan with every task's REDUCE (before run N), and with
             # df-fuse joining each one-block task's ITER -> FINALIZE

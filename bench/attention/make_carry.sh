@@ -28,12 +28,14 @@ for c in json.load(open(sys.argv[1])):
     for p in [c] + c.get("alts", []):
         extra = " ".join(f for f in (c["cflags"], p.get("cflags", "")) if f) or "-"
         print(p["name"], c["lmax"], p["block"], extra, p.get("workspace_bytes", 0),
-              len(c["lens"]), per_task, p["opts"], p.get("passes", "") or "-", sep="\t")
+              len(c["lens"]), per_task, p["opts"], p.get("passes", "") or "-",
+              p.get("translate", "") or "-", sep="\t")
 PY
-while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes; do
+while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate; do
   [ -n "${CARRY_PLANS:-}" ] && [[ ",$CARRY_PLANS," != *",$name,"* ]] && continue
   [ "$extra" = - ] && extra=""
   [ "$passes" = - ] && passes=""
+  [ "$translate" = - ] && translate=""
   bc="$tmp/gqa_$lmax${extra//[^A-Za-z0-9]/_}.bc"
   # shellcheck disable=SC2086 # extra: compiler flags of a variant
   [ -e "$bc" ] || clang-22 "${cflags[@]}" -DGQA_LMAX="${lmax}u" $extra "$gqa/attention_gqa_handlers.c" -o "$bc"
@@ -44,7 +46,7 @@ while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes; do
     prog="$tmp/attention_gqa_ws$ws.mlir"
     [ -e "$prog" ] || workspace_program "$gqa/attention_gqa.mlir" gqa_partial "$ws" >"$prog"
   fi
-  plan_files "$name" "$prog" "$bc" \
+  KERNEL_OPTS="$translate" plan_files "$name" "$prog" "$bc" \
     "sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once $opts" \
     "per-cta-shared=true" "$passes"
   echo "$name: $("$bin/df-translate" --df-plan-dump "$dir/$name.dfplan" | grep -E "^counts|^  shared_memory_bytes" \

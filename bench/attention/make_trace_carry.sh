@@ -3,7 +3,7 @@
 # traced device runtime (scripts/gpu/make_runtime_bc.sh -DDF_RT_TRACE;
 # docs/device-runtime.md "Trace"), each with its plan dump (NAME.dump,
 # df-translate --df-plan-dump) for bench/attention/timeline.py.
-# usage: bench/attention/make_trace_carry.sh DIR PLAN[,PLAN...]
+# usage: [TRACE_DIAG=1] bench/attention/make_trace_carry.sh DIR PLAN[,PLAN...]
 #        (then, on the GPU machine: bash bench/attention/timeline.sh DIR OUT PLANS)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -13,7 +13,10 @@ bin="${DF_BIN:-$root/build/bin}"
 mkdir -p "$dir"
 rt="$(mktemp -d)"
 trap 'rm -rf "$rt"' EXIT
-bash "$root/scripts/gpu/make_runtime_bc.sh" "$rt/trace.bc" "$root" -DDF_RT_TRACE
+# TRACE_DIAG=1: the diagnostic build (df/rt_trace.h: df_rt_diag_buf too)
+diag=()
+[ "${TRACE_DIAG:-0}" = 1 ] && diag=(-DDF_RT_TRACE_DIAG)
+bash "$root/scripts/gpu/make_runtime_bc.sh" "$rt/trace.bc" "$root" -DDF_RT_TRACE "${diag[@]}"
 DF_RUNTIME_BC="$rt/trace.bc" CARRY_PLANS="$plans" bash "$root/bench/attention/make_carry.sh" "$dir"
 IFS=, read -r -a names <<<"$plans"
 for n in "${names[@]}"; do

@@ -17,6 +17,9 @@ import statistics
 # df/rt_trace.h
 CTAS, INSTRS, POINTS = 132, 64, 10
 TOP, CL_WAIT, CL_SYNC, HBM_FLAG, HBM_DONE, H_BEGIN, H_END, POST_SYNC, SEND_MID, END = range(POINTS)
+# the diagnostic build's df_rt_diag_buf (df/rt_trace.h)
+DIAG_POINTS = 8
+DIAG_NAMES = ("KINDS", "GUARD", "STAGE", "RESOLVE", "PREPARE", "SCAN", "POLL", "COPY")
 OPCODE_STOP = 0
 ARGS_RECORD_BYTES = 64
 KV_BYTES_PER_KEY = 2 * 128 * 2  # K and V rows of one kv head, fp16, D = 128
@@ -202,3 +205,30 @@ def report(name, plan, trace, ctas_used=None):
                      f"{_us(s[TOP] - t0):7.1f} {_us(s[H_BEGIN] - t0):7.1f} {_us(s[H_END] - t0):7.1f} "
                      f"{_us(s[END] - t0):7.1f}")
     return lines
+
+
+def diag_report(name, plan, trace, diag):
+    """Lines: per receiving handler, the time (us; min/median/max over its
+    instructions) from TOP through every trace and diagnostic point it
+    passes, in time order, to H_BEGIN: where the work before its handler
+    goes."""
+    named = {("T", p): n for p, n in enumerate(
+        ("TOP", "CL_WAIT", "CL_SYNC", "HBM_FLAG", "HBM_DONE", "H_BEGIN"))}
+    named.update({("D", p): n for p, n in enumerate(DIAG_NAMES)})
+    steps = {}
+    for r in rows(plan, trace):
+        base = r["cta"] * INSTRS + r["pc"]
+        marks = [(r["st"][p], ("T", p)) for p in range(H_BEGIN + 1) if r["st"][p]]
+        marks += [(diag[base * DIAG_POINTS + p], ("D", p)) for p in range(DIAG_POINTS)
+                  if diag[base * DIAG_POINTS + p]]
+        marks.sort()
+        if len(marks) < 3 or r["handler"] == "gqa_partial":
+            continue
+        key = (r["handler"], tuple(m[1] for m in marks))
+        steps.setdefault(key, []).append([b[0] - a[0] for a, b in zip(marks, marks[1:])])
+    out = [f"### {name}: steps before the handler (diagnostic build; us min/median/max)", ""]
+    for (handler, seq), runs in sorted(steps.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):
+        out.append(f"- {handler} x{len(runs)}: " + ", ".join(
+            f"{named[a]}->{named[b]} {_spread([run[i] / 1e3 for run in runs], '{:.2f}')}"
+            for i, (a, b) in enumerate(zip(seq, seq[1:]))))
+    return out

@@ -603,17 +603,25 @@ void gqa_partial(const df_ctx *ctx) {
 /* LSE combine of the partials of one task: weights exp(lse_i - max).
 
    On the GPU, up to COMBINE_FAST inputs (every reduce of a reduce-fan-in
-   plan): thread i resolves input i once into a shared table, so the n
-   chains of dependent record loads (args -> input list -> slot record)
-   run side by side instead of once per input per element (bench/README.md,
-   run M: 3.2 -> 1.9 us for 4 inputs). Otherwise, and on the host, every
-   access resolves its input through the records; -DCOMBINE_LOOP keeps that
-   for every count (run M's comparison). Inputs are visited in order
-   0..n-1 either way, so both give the same bits. */
+   plan) take three steps with a block barrier between them: thread i
+   resolves input i once and copies its G lse values to shared memory;
+   thread h < G turns lse column h into the weights, their sum and the
+   output lse; then every thread combines two adjacent o elements of one
+   head, its n input loads independent of each other. Run O: the combine
+   of 4 inputs took 2.2 us with the table of run M (-DCOMBINE_TABLE, kept
+   for comparison), each thread walking max -> weights -> sum per element
+   through dependent loads. Otherwise, and on the host, every access
+   resolves its input through the records; -DCOMBINE_LOOP keeps that for
+   every count (run M's comparison). Every path adds inputs in order
+   0..n-1 with the same expressions, so all give the same bits. */
 #if defined(__NVPTX__) && !defined(COMBINE_LOOP)
 #define COMBINE_FAST 16
 typedef const gqa_inter *gqa_in_ptr; /* the table holds generic pointers */
 static __attribute__((address_space(3))) gqa_in_ptr comb_in[COMBINE_FAST];
+#ifndef COMBINE_TABLE
+static __attribute__((address_space(3))) float comb_w[COMBINE_FAST][G]; /* lse, then weights */
+static __attribute__((address_space(3))) float comb_sum[G];
+#endif
 #endif
 
 /* Input i: from the table, or through the records. */
@@ -665,15 +673,66 @@ static inline __attribute__((always_inline)) void combine(const df_ctx *ctx, uin
   df_ctx_barrier(ctx);
 }
 
+#if defined(COMBINE_FAST) && !defined(COMBINE_TABLE)
+/* The three-step combine (n <= COMBINE_FAST, at least COMBINE_FAST
+   threads). The output may alias an input: every lse is read in step 1,
+   before step 2 writes the output's, and each o element is read and
+   written by one thread. */
+static inline __attribute__((always_inline)) void combine_steps(const df_ctx *ctx,
+                                                                uint32_t n) {
+  const uint32_t t = df_ctx_thread(ctx), threads = df_ctx_threads(ctx);
+  gqa_inter *out = df_ctx_output(ctx);
+  if (t < n) {
+    const gqa_inter *p = df_ctx_input(ctx, t);
+    comb_in[t] = p;
+    float l[G];
+    _Pragma("unroll") for (int h = 0; h < G; h++) l[h] = p->lse[h];
+    _Pragma("unroll") for (int h = 0; h < G; h++) comb_w[t][h] = l[h];
+  }
+  df_ctx_barrier(ctx);
+  if (t < G) {
+    float mx = -__builtin_inff(), sum = 0.0f;
+    for (uint32_t i = 0; i < n; i++)
+      mx = comb_w[i][t] > mx ? comb_w[i][t] : mx;
+    for (uint32_t i = 0; i < n; i++) {
+      float w = fexp(comb_w[i][t] - mx);
+      sum += w;
+      comb_w[i][t] = w;
+    }
+    comb_sum[t] = sum;
+    out->lse[t] = mx + flog(sum);
+  }
+  df_ctx_barrier(ctx);
+  for (uint32_t pair = t; pair < G * D / 2; pair += threads) {
+    const uint32_t h = pair / (D / 2), d = 2 * (pair % (D / 2));
+    float acc0 = 0.0f, acc1 = 0.0f;
+    _Pragma("unroll 4") for (uint32_t i = 0; i < n; i++) {
+      const _Float16 *o = &comb_in[i]->o[h][d];
+      const float w = comb_w[i][h];
+      acc0 += w * (float)o[0];
+      acc1 += w * (float)o[1];
+    }
+    const float sum = comb_sum[h];
+    out->o[h][d] = (_Float16)(acc0 / sum);
+    out->o[h][d + 1] = (_Float16)(acc1 / sum);
+  }
+  df_ctx_barrier(ctx); /* after it the tables are free */
+}
+#endif
+
 void gqa_combine(const df_ctx *ctx) {
   const uint32_t n = df_ctx_input_count(ctx);
 #ifdef COMBINE_FAST
   if (n <= COMBINE_FAST && df_ctx_threads(ctx) >= COMBINE_FAST) {
+#ifdef COMBINE_TABLE
     const uint32_t t = df_ctx_thread(ctx);
     if (t < n)
       comb_in[t] = df_ctx_input(ctx, t);
     df_ctx_barrier(ctx);
     combine(ctx, n, true);
+#else
+    combine_steps(ctx, n);
+#endif
     return;
   }
 #endif

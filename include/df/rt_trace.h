@@ -62,4 +62,35 @@ enum {
 /* The symbol's name in the PTX. */
 #define DF_RT_TRACE_SYMBOL "df_rt_trace_buf"
 
+/* Diagnostic build (-DDF_RT_TRACE -DDF_RT_TRACE_DIAG): the leader also
+   stamps %globaltimer (ns) at the steps of an instruction's records work
+   and HBM receive into df_rt_diag_buf (u64, [132][64][8], 0 = not passed;
+   the same CTAs and instructions as the trace):
+
+   | # | point   | where (lib/Runtime/device)                                  |
+   |---|---------|-------------------------------------------------------------|
+   | 0 | KINDS   | the comm records' kinds read (kernel.c)                     |
+   | 1 | GUARD   | after the source-lifetime guard                             |
+   | 2 | STAGE   | after staging the handler's records                         |
+   | 3 | RESOLVE | after resolving input 0 and the output (cluster receivers)  |
+   | 4 | PREPARE | after the HBM sends' preparation, before the HBM receives   |
+   | 5 | SCAN    | HBM receive: the batch counted (comm_recv.c)                |
+   | 6 | POLL    | receive table: members' records read, before the polls      |
+   | 7 | COPY    | receive table: copies done, before the arrivals             | */
+enum {
+  DF_RT_DIAG_KINDS = 0,
+  DF_RT_DIAG_GUARD = 1,
+  DF_RT_DIAG_STAGE = 2,
+  DF_RT_DIAG_RESOLVE = 3,
+  DF_RT_DIAG_PREPARE = 4,
+  DF_RT_DIAG_SCAN = 5,
+  DF_RT_DIAG_POLL = 6,
+  DF_RT_DIAG_COPY = 7,
+  DF_RT_DIAG_POINTS = 8,
+};
+#define DF_RT_DIAG_INDEX(cta, pc, point)                                                           \
+  (((uint64_t)(cta) * DF_RT_TRACE_INSTRS + (pc)) * DF_RT_DIAG_POINTS + (point))
+#define DF_RT_DIAG_WORDS ((uint64_t)DF_RT_TRACE_CTAS * DF_RT_TRACE_INSTRS * DF_RT_DIAG_POINTS)
+#define DF_RT_DIAG_SYMBOL "df_rt_diag_buf"
+
 #endif

@@ -95,7 +95,7 @@ df_status df_link_bitcode_file(LLVMContextRef ctx, LLVMModuleRef dest, const cha
 
 bool df_visible_symbol(const char *name) {
   return !strcmp(name, "df_plan_features") || !strcmp(name, "df_handler_workspace_bytes") ||
-         !strcmp(name, "df_rt_trace_buf");
+         !strcmp(name, "df_rt_trace_buf") || !strcmp(name, "df_rt_diag_buf");
 }
 
 /* Everything but the kernel becomes internal so O3 can inline handlers
@@ -103,9 +103,10 @@ bool df_visible_symbol(const char *name) {
    df_handler_workspace_bytes stay visible (a launcher reads them: does
    the plan fit the kernel, how much workspace to add); they are constants
    with definitive initializers, so O3 still folds them. df_rt_trace_buf
-   (only in a runtime built with DF_RT_TRACE, df/rt_trace.h) stays visible
-   too: internal, its stores would be dead (nothing in the module reads
-   it) and the host could not find it by name. */
+   and df_rt_diag_buf (only in a runtime built with DF_RT_TRACE, and
+   DF_RT_TRACE_DIAG, df/rt_trace.h) stay visible too: internal, their
+   stores would be dead (nothing in the module reads them) and the host
+   could not find them by name. */
 static void internalize(LLVMModuleRef m) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f) && strcmp(LLVMGetValueName(f), DF_KERNEL_NAME) != 0 &&

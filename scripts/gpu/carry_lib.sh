@@ -21,10 +21,13 @@ kernel_and_blob() {
 }
 
 # kernel_only NAME MLIR HANDLERS_BC: $dir/NAME.ptx alone, as kernel_and_blob
-# (another kernel for a plan written under another name).
+# (another kernel for a plan written under another name). KERNEL_OPTS:
+# more df-translate flags (e.g. --df-embed-plan).
 kernel_only() {
   local rt=()
   [ -n "${DF_RUNTIME_BC:-}" ] && rt=(--df-runtime="$DF_RUNTIME_BC")
+  # shellcheck disable=SC2206 # KERNEL_OPTS: df-translate flags, split on spaces
+  [ -n "${KERNEL_OPTS:-}" ] && rt+=($KERNEL_OPTS)
   "$bin/df-translate" --df-to-ptx --df-link="$3" "${rt[@]}" "$2" -o "$dir/$1.ptx"
 }
 

@@ -221,20 +221,41 @@ typedef struct df_recv_desc {
 static __attribute__((address_space(3))) df_recv_desc recv_table[DF_RECV_TABLE];
 static __attribute__((address_space(3))) uint32_t recv_table_count;
 
+/* Lane l of the first warp: the batch member it takes (or NULL), its
+   index among the members and their count. Up to 32 records, lane l
+   reads record l (one round trip, the members' order by ballot);
+   more, every lane walks them all. */
+static const df_abi_comm *table_member(const df_rt *rt, const df_abi_comm *c, uint32_t n,
+                                       uint32_t lane, uint32_t *index, uint32_t *count) {
+  if (n <= 32) {
+    const bool member = lane < n && recv_head(&c[lane]) &&
+                        batched(rt, &c[lane], df_comm_group(&c[lane], lane, n));
+    const uint32_t votes = __nvvm_vote_ballot_sync(0xffffffffu, member);
+    *count = (uint32_t)__builtin_popcount(votes);
+    *index = (uint32_t)__builtin_popcount(votes & ((1u << lane) - 1u));
+    return member ? &c[lane] : 0;
+  }
+  const df_abi_comm *mine = 0;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!recv_head(&c[i]) || !batched(rt, &c[i], df_comm_group(&c[i], i, n)))
+      continue;
+    if (k == lane)
+      mine = &c[i];
+    k++;
+  }
+  *count = k;
+  *index = lane;
+  return mine;
+}
+
 static bool recv_table_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   if (rt->threads < 32)
     return false;
   if (rt->tid < 32) { /* the whole first warp: it votes */
     const uint32_t lane = rt->tid;
-    const df_abi_comm *mine = 0;
-    uint32_t count = 0;
-    for (uint32_t i = 0; i < n; i++) {
-      if (!recv_head(&c[i]) || !batched(rt, &c[i], df_comm_group(&c[i], i, n)))
-        continue;
-      if (count == lane)
-        mine = &c[i];
-      count++;
-    }
+    uint32_t count, index;
+    const df_abi_comm *mine = table_member(rt, c, n, lane, &index, &count);
     bool ok = count <= DF_RECV_TABLE;
     df_recv_desc d = {0, 0, 0, DF_SENTINEL};
     uint32_t flag = 0;
@@ -254,8 +275,9 @@ static bool recv_table_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) 
       }
     }
     ok = __nvvm_vote_all_sync(0xffffffffu, ok);
+    DF_RT_DIAG_AT(rt, DF_RT_DIAG_POLL);
     if (ok && mine) {
-      recv_table[lane] = d;
+      recv_table[index] = d;
       df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, mine), mine->flag_epoch);
       df_rt_poll_flag(rt, flag, mine->flag_epoch);
     }
@@ -284,6 +306,7 @@ static bool recv_table_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) 
           t[k].dst[v] = x[k];
     }
   }
+  DF_RT_DIAG_AT(rt, DF_RT_DIAG_COPY);
   if (df_rt_leader(rt))
     for (uint32_t j = 0; j < count; j++)
       if (recv_table[j].barrier != DF_SENTINEL)
@@ -303,7 +326,7 @@ static bool recv_table_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) 
    (batch_copy) and the leader arrives once on each receive barrier, as
    recv_copy does. Arrival order changes nothing: the handler runs after
    the whole batch is present. */
-static void recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+static DF_RT_PHASE void recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   if (recv_table_batch(rt, c, n))
     return;
   const uint32_t lanes = rt->threads < 32 ? rt->threads : 32;
@@ -363,7 +386,16 @@ static uint32_t batch_size(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
    batch (recv_batch) first; the other transfers (bulk, segmented
    thread-copy, and the one-segment ones of a small batch) go one at a
    time. One block barrier at the end makes every target visible. */
-void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n, const df_comm_scan *scan) {
+  if (scan->recv_other == 0 && scan->recv_simple > DF_RECV_SERIAL_MAX) {
+    /* Every receive is a batch member (the scan read the records once):
+       no walk over them before or after the batch. */
+    DF_RT_DIAG_AT(rt, DF_RT_DIAG_SCAN);
+    recv_batch(rt, c, n);
+    df_ptx_bar_sync();
+    DF_RT_TRACE_AT(rt, DF_RT_TRACE_HBM_DONE);
+    return;
+  }
   bool bulk = false;
   const bool batch = batch_size(rt, c, n) > DF_RECV_SERIAL_MAX;
   /* The loop ends at the last receive: records read after a poll (whose
@@ -373,6 +405,7 @@ void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   for (uint32_t i = 0; i < n; i++)
     if (recv_head(&c[i]))
       end = i + 1;
+  DF_RT_DIAG_AT(rt, DF_RT_DIAG_SCAN);
   if (batch)
     recv_batch(rt, c, n);
   for (uint32_t i = 0; i < end; i++) {

@@ -53,6 +53,9 @@ typedef struct df_rt {
      CTAs and instructions (df/rt_trace.h). */
   uint64_t *trace;
 #endif
+#ifdef DF_RT_TRACE_DIAG
+  uint64_t *diag; /* this instruction's df_rt_diag_buf stamps, or NULL */
+#endif
 } df_rt;
 
 DF_RT bool df_rt_leader(const df_rt *rt) { return rt->tid == 0; }
@@ -127,6 +130,21 @@ DF_RT void df_rt_trace_at(const df_rt *rt, uint32_t point) {
 #define DF_RT_TRACE_AT(rt, point) ((void)0)
 #endif
 
+#ifdef DF_RT_TRACE_DIAG
+extern uint64_t df_rt_diag_buf[DF_RT_DIAG_WORDS];
+/* Leader only: %globaltimer at diagnostic `point` (df/rt_trace.h). */
+DF_RT void df_rt_diag_at(const df_rt *rt, uint32_t point) {
+  if (rt->diag && df_rt_leader(rt)) {
+    uint64_t g;
+    __asm__ __volatile__("mov.u64 %0, %%globaltimer;" : "=l"(g) : : "memory");
+    rt->diag[point] = g;
+  }
+}
+#define DF_RT_DIAG_AT(rt, point) df_rt_diag_at((rt), (point))
+#else
+#define DF_RT_DIAG_AT(rt, point) ((void)0)
+#endif
+
 /* ---- control area of dynamic shared memory ---------------------------- */
 
 DF_RT uint32_t df_rt_bar_addr(const df_rt *rt, uint32_t idx) {
@@ -188,21 +206,64 @@ DF_RT uint32_t df_comm_group(const df_abi_comm *c, uint32_t i, uint32_t n) {
   uint32_t g = c->segment_count > 1 ? c->segment_count : 1;
   return g < n - i ? g : n - i;
 }
-DF_RT uint32_t df_comm_kinds(const df_abi_comm *c, uint32_t n) {
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < n; i++)
-    k |= DF_KIND_BIT(c[i].kind & 31);
-  return k;
+/* An instruction's comms as the loop needs them before its phases: the
+   kinds, limited to what this kernel was built for (a protocol kind 1-7
+   outside its features traps: the plan needs a kernel built for it, or
+   one built with every feature), and its HBM receive heads split into
+   one-segment HBM_RECVs (the batch's members, df_rt_hbm_recv) and the
+   others. */
+typedef struct df_comm_scan {
+  uint32_t kinds;
+  uint32_t recv_simple;
+  uint32_t recv_other;
+} df_comm_scan;
+
+/* One record's share of the scan (a record past the end: none). */
+DF_RT void df_comm_scan_one(const df_abi_comm *r, bool have, uint32_t *bit, bool *simple,
+                            bool *other) {
+  uint32_t kind = 0, count = 0, id = 0;
+  if (have) {
+    kind = r->kind;
+    count = r->segment_count;
+    id = r->segment_id;
+  }
+  const bool head = have && (kind == DF_COMM_HBM_RECV || kind == DF_COMM_HBM_RECV_WAIT) &&
+                    !(count > 1 && id);
+  *bit = have ? DF_KIND_BIT(kind & 31) : 0;
+  *simple = head && kind == DF_COMM_HBM_RECV && count <= 1;
+  *other = head && !*simple;
 }
-/* The kinds of an instruction's comms, limited to what this kernel was
-   built for: a protocol kind (1-7) outside its features traps (the plan
-   needs a kernel built for it, or one built with every feature). */
-DF_RT uint32_t df_comm_kinds_checked(const df_abi_comm *c, uint32_t n) {
+
+/* Warp-wide: lane l reads record l (32 at a time), so the records cost
+   one round trip per 32 of them instead of one per record; every warp
+   computes the same. The bench/attention timelines of run O put 0.45-0.9
+   us on each serial walk over a reduce's records after a long handler.
+   A CTA with a partial warp walks them serially. */
+DF_RT df_comm_scan df_comm_scan_checked(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+  df_comm_scan s = {0, 0, 0};
+  uint32_t bit;
+  bool simple, other;
+  if (rt->threads & 31u) {
+    for (uint32_t i = 0; i < n; i++) {
+      df_comm_scan_one(&c[i], true, &bit, &simple, &other);
+      s.kinds |= bit;
+      s.recv_simple += simple;
+      s.recv_other += other;
+    }
+  } else {
+    const uint32_t lane = rt->tid & 31u;
+    for (uint32_t base = 0; base < n; base += 32) {
+      df_comm_scan_one(&c[base + lane], base + lane < n, &bit, &simple, &other);
+      s.kinds |= (uint32_t)__nvvm_redux_sync_or((int)bit, -1);
+      s.recv_simple += (uint32_t)__builtin_popcount(__nvvm_vote_ballot_sync(0xffffffffu, simple));
+      s.recv_other += (uint32_t)__builtin_popcount(__nvvm_vote_ballot_sync(0xffffffffu, other));
+    }
+  }
   const uint32_t allowed = df_plan_features_kinds(df_plan_features);
-  uint32_t k = df_comm_kinds(c, n);
-  if (k & ~allowed & 0xFEu)
+  if (s.kinds & ~allowed & 0xFEu)
     __builtin_trap();
-  return k & allowed;
+  s.kinds &= allowed;
+  return s;
 }
 
 /* Global-space address of a generic pointer into global memory. */
@@ -224,7 +285,8 @@ DF_RT_PHASE void df_rt_copy(const df_rt *rt, uint8_t *dst, const uint8_t *src, u
 DF_RT_PHASE void df_rt_source_guard(df_rt *rt, const df_abi_args *a, const df_abi_comm *c, uint32_t n);
 DF_RT_PHASE void df_rt_track_sends(df_rt *rt, const df_abi_comm *c, uint32_t n);
 DF_RT_PHASE void df_rt_cluster_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n);
-DF_RT_PHASE void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n);
+DF_RT_PHASE void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n,
+                                const df_comm_scan *scan);
 DF_RT_PHASE void df_rt_hbm_issue(const df_rt *rt, const df_abi_comm *c, uint32_t n);
 DF_RT_PHASE bool df_rt_hbm_bulk_ok(const df_rt *rt, const df_abi_comm *c, uint32_t g);
 DF_RT_PHASE bool df_rt_hbm_bulk_post(const df_rt *rt, const df_abi_comm *c, uint32_t g, bool block);
