@@ -150,15 +150,18 @@ def receive_lines(rs):
                 if p["cta"] != r["cta"] and p["st"][END] <= st[H_BEGIN]]
         if not ends:
             continue
-        first = min(x for x in (st[CL_WAIT], st[HBM_FLAG]) if x)
         after_ready.append(_us(done - max(max(ends), st[TOP])))
         after_top.append(_us(done - st[TOP]))
-        before_wait.append(_us(first - st[TOP]))
+        # the leader stamps a poll only when it polls a flag itself
+        waits = [x for x in (st[CL_WAIT], st[HBM_FLAG]) if x]
+        if waits:
+            before_wait.append(_us(min(waits) - st[TOP]))
     if not after_ready:
         return []
     return [f"receiving instructions: {len(after_ready)}; receives done after the later of the last "
             f"input's send and TOP (min/med/max) {_spread(after_ready)} us; after TOP "
-            f"{_spread(after_top)} us; TOP to the first satisfied wait or poll {_spread(before_wait)} us"]
+            f"{_spread(after_top)} us; TOP to the first satisfied wait or poll "
+            f"{_spread(before_wait) if before_wait else '-'} us"]
 
 
 def report(name, plan, trace, ctas_used=None):

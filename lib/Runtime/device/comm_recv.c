@@ -221,19 +221,20 @@ typedef struct df_recv_desc {
 static __attribute__((address_space(3))) df_recv_desc recv_table[DF_RECV_TABLE];
 static __attribute__((address_space(3))) uint32_t recv_table_count;
 
-/* Lane l of the first warp: the batch member it takes (or NULL), its
-   index among the members and their count. Up to 32 records, lane l
-   reads record l (one round trip, the members' order by ballot);
-   more, every lane walks them all. */
+/* Lane l of the first warp: the l-th batch member (or NULL) and the
+   members' count. Up to 32 records, lane l tests record l (one round
+   trip for all of them) and a ballot orders the members; more, every
+   lane walks them all. */
 static const df_abi_comm *table_member(const df_rt *rt, const df_abi_comm *c, uint32_t n,
-                                       uint32_t lane, uint32_t *index, uint32_t *count) {
+                                       uint32_t lane, uint32_t *count) {
   if (n <= 32) {
     const bool member = lane < n && recv_head(&c[lane]) &&
                         batched(rt, &c[lane], df_comm_group(&c[lane], lane, n));
-    const uint32_t votes = __nvvm_vote_ballot_sync(0xffffffffu, member);
+    uint32_t votes = __nvvm_vote_ballot_sync(0xffffffffu, member);
     *count = (uint32_t)__builtin_popcount(votes);
-    *index = (uint32_t)__builtin_popcount(votes & ((1u << lane) - 1u));
-    return member ? &c[lane] : 0;
+    for (uint32_t k = 0; k < lane && votes; k++)
+      votes &= votes - 1; /* drop the members before the l-th */
+    return votes ? &c[__builtin_ctz(votes)] : 0;
   }
   const df_abi_comm *mine = 0;
   uint32_t k = 0;
@@ -245,7 +246,6 @@ static const df_abi_comm *table_member(const df_rt *rt, const df_abi_comm *c, ui
     k++;
   }
   *count = k;
-  *index = lane;
   return mine;
 }
 
@@ -254,8 +254,8 @@ static bool recv_table_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) 
     return false;
   if (rt->tid < 32) { /* the whole first warp: it votes */
     const uint32_t lane = rt->tid;
-    uint32_t count, index;
-    const df_abi_comm *mine = table_member(rt, c, n, lane, &index, &count);
+    uint32_t count;
+    const df_abi_comm *mine = table_member(rt, c, n, lane, &count);
     bool ok = count <= DF_RECV_TABLE;
     df_recv_desc d = {0, 0, 0, DF_SENTINEL};
     uint32_t flag = 0;
@@ -277,7 +277,7 @@ static bool recv_table_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) 
     ok = __nvvm_vote_all_sync(0xffffffffu, ok);
     DF_RT_DIAG_AT(rt, DF_RT_DIAG_POLL);
     if (ok && mine) {
-      recv_table[index] = d;
+      recv_table[lane] = d;
       df_rt_mark(rt, DF_PHASE_HBM_RECV, df_rt_comm_index(rt, mine), mine->flag_epoch);
       df_rt_poll_flag(rt, flag, mine->flag_epoch);
     }
@@ -326,7 +326,7 @@ static bool recv_table_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) 
    (batch_copy) and the leader arrives once on each receive barrier, as
    recv_copy does. Arrival order changes nothing: the handler runs after
    the whole batch is present. */
-static DF_RT_PHASE void recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
+static void recv_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   if (recv_table_batch(rt, c, n))
     return;
   const uint32_t lanes = rt->threads < 32 ? rt->threads : 32;
@@ -387,22 +387,16 @@ static uint32_t batch_size(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
    thread-copy, and the one-segment ones of a small batch) go one at a
    time. One block barrier at the end makes every target visible. */
 void df_rt_hbm_recv(const df_rt *rt, const df_abi_comm *c, uint32_t n, const df_comm_scan *scan) {
-  if (scan->recv_other == 0 && scan->recv_simple > DF_RECV_SERIAL_MAX) {
-    /* Every receive is a batch member (the scan read the records once):
-       no walk over them before or after the batch. */
-    DF_RT_DIAG_AT(rt, DF_RT_DIAG_SCAN);
-    recv_batch(rt, c, n);
-    df_ptx_bar_sync();
-    DF_RT_TRACE_AT(rt, DF_RT_TRACE_HBM_DONE);
-    return;
-  }
   bool bulk = false;
-  const bool batch = batch_size(rt, c, n) > DF_RECV_SERIAL_MAX;
+  /* Every receive a batch member (the warp-wide scan read the records
+     once): no walk over the records before the batch, nor after it. */
+  const bool all = scan->recv_other == 0 && scan->recv_simple > DF_RECV_SERIAL_MAX;
+  const bool batch = all || batch_size(rt, c, n) > DF_RECV_SERIAL_MAX;
   /* The loop ends at the last receive: records read after a poll (whose
      acquire empties L1) cost an L2 round trip each, and the comms after
      the receives (the sends) have nothing for it. */
   uint32_t end = 0;
-  for (uint32_t i = 0; i < n; i++)
+  for (uint32_t i = 0; !all && i < n; i++)
     if (recv_head(&c[i]))
       end = i + 1;
   DF_RT_DIAG_AT(rt, DF_RT_DIAG_SCAN);
