@@ -13,9 +13,12 @@ bin="${DF_BIN:-$root/build/bin}"
 mkdir -p "$dir"
 rt="$(mktemp -d)"
 trap 'rm -rf "$rt"' EXIT
-# TRACE_DIAG=1: the diagnostic build (df/rt_trace.h: df_rt_diag_buf too)
+# TRACE_DIAG=1: the diagnostic build (df/rt_trace.h: df_rt_diag_buf too);
+# RT_FLAGS: more runtime build flags (A/B switches, e.g. -DDF_RT_PREFETCH=1)
 diag=()
 [ "${TRACE_DIAG:-0}" = 1 ] && diag=(-DDF_RT_TRACE_DIAG)
+# shellcheck disable=SC2206 # RT_FLAGS: compiler flags, split on spaces
+[ -n "${RT_FLAGS:-}" ] && diag+=($RT_FLAGS)
 bash "$root/scripts/gpu/make_runtime_bc.sh" "$rt/trace.bc" "$root" -DDF_RT_TRACE "${diag[@]}"
 DF_RUNTIME_BC="$rt/trace.bc" CARRY_PLANS="$plans" bash "$root/bench/attention/make_carry.sh" "$dir"
 IFS=, read -r -a names <<<"$plans"
