@@ -14,7 +14,7 @@ mkdir -p "$dir"
 rt="$(mktemp -d)"
 trap 'rm -rf "$rt"' EXIT
 # TRACE_DIAG=1: the diagnostic build (df/rt_trace.h: df_rt_diag_buf too);
-# RT_FLAGS: more runtime build flags (A/B switches, e.g. -DDF_RT_PREFETCH=1)
+# RT_FLAGS: more runtime build flags (A/B switches, e.g. -DDF_RT_RESOLVE=0)
 diag=()
 [ "${TRACE_DIAG:-0}" = 1 ] && diag=(-DDF_RT_TRACE_DIAG)
 # shellcheck disable=SC2206 # RT_FLAGS: compiler flags, split on spaces

@@ -239,8 +239,6 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
       break;
     const df_abi_args *a = (const df_abi_args *)(args + arg_offset);
     const df_abi_comm *c = comms + comm_offset;
-    if (DF_RT_PREFETCH && handler_id != DF_SENTINEL && rt.tid == 0)
-      __asm__ __volatile__("prefetch.global.L1 [%0];" ::"l"(df_gaddr(a)));
     df_comm_scan scan = {0, 0, 0};
     if (n)
       scan = df_comm_scan_checked(&rt, c, n);

@@ -223,27 +223,14 @@ DF_RT uint64_t df_gaddr(const void *p) {
   return (uint64_t)(uintptr_t)(const __attribute__((address_space(1))) void *)p;
 }
 
-/* A/B build switch (scripts/gpu/make_runtime_bc.sh ... -DDF_RT_PREFETCH=1):
-   the first warp's scan also asks L1 for each comm's two slot records. */
-#ifndef DF_RT_PREFETCH
-#define DF_RT_PREFETCH 0
-#endif
-
 /* One record's share of the scan (a record past the end: none). */
-DF_RT void df_comm_scan_one(const df_rt *rt, const df_abi_comm *r, bool have, uint32_t *bit,
-                            bool *simple, bool *other) {
+DF_RT void df_comm_scan_one(const df_abi_comm *r, bool have, uint32_t *bit, bool *simple,
+                            bool *other) {
   uint32_t kind = 0, count = 0, id = 0;
   if (have) {
     kind = r->kind;
     count = r->segment_count;
     id = r->segment_id;
-    if (DF_RT_PREFETCH && rt->tid < 32) {
-      const uint32_t src = r->src_slot_id, dst = r->dst_slot_id;
-      if (src != DF_SENTINEL)
-        __asm__ __volatile__("prefetch.global.L1 [%0];" ::"l"(df_gaddr(&rt->slots[src])));
-      if (dst != DF_SENTINEL)
-        __asm__ __volatile__("prefetch.global.L1 [%0];" ::"l"(df_gaddr(&rt->slots[dst])));
-    }
   }
   const bool head = have && (kind == DF_COMM_HBM_RECV || kind == DF_COMM_HBM_RECV_WAIT) &&
                     !(count > 1 && id);
@@ -263,7 +250,7 @@ DF_RT df_comm_scan df_comm_scan_checked(const df_rt *rt, const df_abi_comm *c, u
   bool simple, other;
   if (rt->threads & 31u) {
     for (uint32_t i = 0; i < n; i++) {
-      df_comm_scan_one(rt, &c[i], true, &bit, &simple, &other);
+      df_comm_scan_one(&c[i], true, &bit, &simple, &other);
       s.kinds |= bit;
       s.recv_simple += simple;
       s.recv_other += other;
@@ -271,7 +258,7 @@ DF_RT df_comm_scan df_comm_scan_checked(const df_rt *rt, const df_abi_comm *c, u
   } else {
     const uint32_t lane = rt->tid & 31u;
     for (uint32_t base = 0; base < n; base += 32) {
-      df_comm_scan_one(rt, &c[base + lane], base + lane < n, &bit, &simple, &other);
+      df_comm_scan_one(&c[base + lane], base + lane < n, &bit, &simple, &other);
       s.kinds |= (uint32_t)__nvvm_redux_sync_or((int)bit, -1);
       s.recv_simple += (uint32_t)__builtin_popcount(__nvvm_vote_ballot_sync(0xffffffffu, simple));
       s.recv_other += (uint32_t)__builtin_popcount(__nvvm_vote_ballot_sync(0xffffffffu, other));
