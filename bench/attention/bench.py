@@ -50,7 +50,12 @@ HQ, HKV, D = 32, 8, 128
 ITERS = int(os.environ.get("BENCH_ITERS", "40"))
 WARMUP = int(os.environ.get("BENCH_WARMUP", "5"))
 THREADS = int(os.environ.get("BENCH_THREADS", "256"))
-SPIN_CYCLES = 80_000  # ~40 us at 1.98 GHz
+# ~200 us at 1.98 GHz: longer than the host's enqueue of any timed call,
+# so the start event waits on the GPU, not on the host. Run O: with ~40 us
+# the first case's SDPA calls (Python dispatch, cuDNN graph cache) took
+# longer to enqueue on some machines and u8x4k's baselines measured
+# 96.8-126 us against 40.6-48 us.
+SPIN_CYCLES = 400_000
 
 
 class DfKernel:
@@ -292,18 +297,6 @@ def baselines(c, sets, ref):
     return base
 
 
-def warm_baselines(c):
-    """The first case's baselines once, unrecorded: on a machine fresh from
-    its start they ran 2-3x slow for the whole first measurement (run O:
-    u8x4k cuDNN 100-126 us against 40.6-48.2 in runs J-N, flash likewise;
-    a second median right after was no better)."""
-    g = torch.Generator(device="cuda").manual_seed(1234)
-    sets = [make_inputs(c, g)]
-    baselines(c, sets, reference(*sets[0][:3], c["lens"]))
-    del sets
-    torch.cuda.empty_cache()
-
-
 def measure_df(res, carry: Path, sets, ref):
     """df's time, error and determinism for the plan res['name'] (fills res)."""
     name = res["name"]
@@ -368,8 +361,6 @@ def main():
         cases = [c for c in cases if c["name"] in only.split(",")]
     torch.backends.cuda.matmul.allow_tf32 = False
     copy_bw, copy_us = copy_bandwidth()
-    if cases:
-        warm_baselines(cases[0])
     results = []
     for c in cases:
         for r in run_case(c, carry, copy_bw):
