@@ -259,6 +259,12 @@ def cases():
             # constant cache, which the receives' acquires do not empty)
             alt(".embed", c["schedule"] + ", embedded plan", c["block"], None, c["opts"],
                 translate="--df-embed-plan")
+        if c["name"] in ("u1x128k", "s16", "s32", "s64"):
+            # df-fuse without ITERs: each task's root REDUCE -> FINALIZE as
+            # one instruction (a combine+finalize composite), the partials
+            # alone (run N: ITER composites spill in the partial's loop)
+            alt(".rf", c["schedule"] + ", df-fuse no-iter", c["block"], None, c["opts"],
+                passes="--df-fuse=no-iter=true")
         if c["name"].startswith("s"):
             # the plan with every task's REDUCE (before run N), and with
             # df-fuse joining each one-block task's ITER -> FINALIZE

@@ -5,6 +5,7 @@
 #ifndef DF_FUSE_H
 #define DF_FUSE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "df/plan.h"
@@ -17,6 +18,11 @@ typedef struct df_fuse_options {
   /* Most parts per fused instruction, 2..DF_FUSE_MAX_PARTS; 0 = the
      maximum. */
   uint32_t max_parts;
+  /* No ITER in any group: a ranged handler's long loop stays out of
+     composites, whose extra live state can spill inside it (the GQA
+     decode partial: ITER -> FINALIZE composites ran 20-30 % slower,
+     bench/README.md run N); its REDUCE -> FINALIZE pairs still fuse. */
+  bool no_iter;
 } df_fuse_options;
 
 /* What a fusion did. */
@@ -41,7 +47,8 @@ typedef struct df_fuse_report {
    edge); B has no receive dispatched at it and A no send or release at it
    (data crossing CTAs and its order are unchanged); A's output slot is in
    no comm and read by no instruction outside the group plus B; the group
-   stays within max_parts. Queues, slots and comms are not changed. */
+   stays within max_parts; with no_iter, neither is an ITER. Queues, slots
+   and comms are not changed. */
 df_status df_plan_fuse(df_plan *p, const df_fuse_options *o, df_fuse_report *report);
 
 /* Clear every `fused` flag. */

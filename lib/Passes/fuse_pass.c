@@ -13,6 +13,8 @@ static df_status set_fuse_option(void *opts, const char *key, const char *value)
   df_fuse_options *o = opts;
   if (!strcmp(key, "max-parts"))
     return df_option_u32(key, value, &o->max_parts);
+  if (!strcmp(key, "no-iter"))
+    return df_option_bool(key, value, &o->no_iter);
   return df_status_errorf(DF_EINVAL, "unknown option '%s'", key);
 }
 

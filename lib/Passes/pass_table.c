@@ -49,7 +49,9 @@ static const df_pass_info table[] = {
     {"df-fuse",
      "fuse instructions that run back to back on one CTA with no transfer between them "
      "(docs/fusion.md)",
-     "      max-parts=N (2..8, default 8)\n", df_create_fuse_pass},
+     "      max-parts=N (2..8, default 8)\n"
+     "      no-iter=BOOL (no ITER in a fused instruction; REDUCE -> FINALIZE still fuse)\n",
+     df_create_fuse_pass},
     {"df-allocate-barriers", "annotate slots and comms with barrier indices and phases", "",
      df_create_allocate_barriers_pass},
     {"df-layout-slots", "lay out slots in shared and global memory (records its options)",

@@ -16,6 +16,11 @@ static bool is_reduce(df_instr_op op) {
 
 static bool is_map(df_instr_op op) { return op == DF_INSTR_ITER || op == DF_INSTR_MAP; }
 
+/* Whether an instruction of this op may be part of a group. */
+static bool groupable(const df_fuse_options *o, df_instr_op op) {
+  return runs_handler(op) && !(o && o->no_iter && op == DF_INSTR_ITER);
+}
+
 void df_plan_unfuse(df_plan *p) {
   for (uint32_t i = 0; i < p->instr_count; i++)
     p->instrs[i].fused = false;
@@ -148,7 +153,7 @@ df_status df_plan_fuse(df_plan *p, const df_fuse_options *o, df_fuse_report *rep
       df_instr *b = &p->instrs[q[pos]];
       r.dispatches_before += b->op != DF_INSTR_EXIT;
       bool join = false;
-      if (n > 0 && n < max && runs_handler(b->op)) {
+      if (n > 0 && n < max && groupable(o, b->op)) {
         const df_instr *a = &p->instrs[g[n - 1]];
         bool edge = false;
         for (uint32_t i = 0; i < n && !edge; i++)
@@ -174,7 +179,7 @@ df_status df_plan_fuse(df_plan *p, const df_fuse_options *o, df_fuse_report *rep
       } else {
         count_group(p, g, n, &r);
         n = 0;
-        if (runs_handler(b->op))
+        if (groupable(o, b->op))
           g[n++] = b->id;
       }
       r.dispatches_after += b->op != DF_INSTR_EXIT && !b->fused;

@@ -148,6 +148,36 @@ static void decode_map_reduce_finalize(void **state) {
   df_plan_destroy(p);
 }
 
+/* no_iter: the decode plan's ITERs stay alone; each task's REDUCE ->
+   FINALIZE still fuses (one group per task, no ITER part). Without the
+   option the same plan fuses its ITERs too. */
+static void decode_no_iter(void **state) {
+  (void)state;
+  df_plan *p = decode_plan();
+  df_plan *q;
+  assert_int_equal(df_plan_clone(p, &q).code, DF_OK);
+  df_fuse_options o = {.max_parts = 0, .no_iter = true};
+  df_fuse_report r;
+  assert_int_equal(df_plan_fuse(q, &o, &r).code, DF_OK);
+  assert_true(r.groups >= 16);
+  assert_int_equal(r.groups, r.reduce_finalize);
+  assert_int_equal(r.map_chains, 0);
+  for (uint32_t i = 0; i < q->instr_count; i++) {
+    if (q->instrs[i].op == DF_INSTR_ITER || q->instrs[i].op == DF_INSTR_REDUCE)
+      assert_false(q->instrs[i].fused);
+    if (q->instrs[i].op == DF_INSTR_FINALIZE)
+      assert_true(q->instrs[i].fused);
+  }
+  df_plan *all = fused_copy(p, &r);
+  bool reduce_joined = false;
+  for (uint32_t i = 0; i < all->instr_count; i++)
+    reduce_joined |= all->instrs[i].op == DF_INSTR_REDUCE && all->instrs[i].fused;
+  assert_true(reduce_joined);
+  df_plan_destroy(all);
+  df_plan_destroy(q);
+  df_plan_destroy(p);
+}
+
 /* A streaming chain: REDUCE_UPDATEs of one task back to back on one CTA
    (hand-built: the scheduler merges one task's ranges per SM). */
 static void streaming_chain(void **state) {
@@ -223,7 +253,7 @@ static void map_chain_and_refusals(void **state) {
   assert_false(q->instrs[5].fused);
   assert_int_equal(r.map_chains, 1);
   assert_int_equal(r.refused_shared, 2);
-  df_fuse_options o = {1};
+  df_fuse_options o = {.max_parts = 1};
   assert_true(hand_error_has(df_plan_fuse(q, &o, NULL), "max_parts must be 2..8, got 1"));
   o.max_parts = 9;
   assert_true(hand_error_has(df_plan_fuse(q, &o, NULL), "max_parts must be 2..8, got 9"));
@@ -372,6 +402,7 @@ static void cost_cycle(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(seed_reduce_finalize),   cmocka_unit_test(decode_map_reduce_finalize),
+      cmocka_unit_test(decode_no_iter),
       cmocka_unit_test(streaming_chain),        cmocka_unit_test(map_chain_and_refusals),
       cmocka_unit_test(pack_rejects_bad_fusion), cmocka_unit_test(cost_ratios),
       cmocka_unit_test(cost_seed_by_hand),      cmocka_unit_test(cost_cycle),
