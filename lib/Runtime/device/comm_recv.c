@@ -115,8 +115,7 @@ static void recv_bulk(const df_rt *rt, const df_abi_comm *c, uint32_t g) {
 /* Whether c[i] is a receive or wait (kinds 4, 7) at the head of its
    transfer, i.e. a record this phase handles. */
 static bool recv_head(const df_abi_comm *c) {
-  return (c->kind == DF_COMM_HBM_RECV || c->kind == DF_COMM_HBM_RECV_WAIT) &&
-         !(c->segment_count > 1 && c->segment_id);
+  return df_comm_recv_head(c->kind, c->segment_count, c->segment_id);
 }
 
 /* Whether c[i] (a receive head of g records) belongs to the batch: one

@@ -218,9 +218,11 @@ typedef struct df_comm_scan {
   uint32_t recv_other;
 } df_comm_scan;
 
-/* Global-space address of a generic pointer into global memory. */
-DF_RT uint64_t df_gaddr(const void *p) {
-  return (uint64_t)(uintptr_t)(const __attribute__((address_space(1))) void *)p;
+/* Whether a comm with these fields heads an HBM receive or wait (kinds
+   4, 7; a segmented transfer is handled at its segment 0). */
+DF_RT bool df_comm_recv_head(uint32_t kind, uint32_t segment_count, uint32_t segment_id) {
+  return (kind == DF_COMM_HBM_RECV || kind == DF_COMM_HBM_RECV_WAIT) &&
+         !(segment_count > 1 && segment_id);
 }
 
 /* One record's share of the scan (a record past the end: none). */
@@ -232,8 +234,7 @@ DF_RT void df_comm_scan_one(const df_abi_comm *r, bool have, uint32_t *bit, bool
     count = r->segment_count;
     id = r->segment_id;
   }
-  const bool head = have && (kind == DF_COMM_HBM_RECV || kind == DF_COMM_HBM_RECV_WAIT) &&
-                    !(count > 1 && id);
+  const bool head = have && df_comm_recv_head(kind, count, id);
   *bit = have ? DF_KIND_BIT(kind & 31) : 0;
   *simple = head && kind == DF_COMM_HBM_RECV && count <= 1;
   *other = head && !*simple;
@@ -271,6 +272,11 @@ DF_RT df_comm_scan df_comm_scan_checked(const df_rt *rt, const df_abi_comm *c, u
   return s;
 }
 
+
+/* Global-space address of a generic pointer into global memory. */
+DF_RT uint64_t df_gaddr(const void *p) {
+  return (uint64_t)(uintptr_t)(const __attribute__((address_space(1))) void *)p;
+}
 
 /* ---- phases (one file each) --------------------------------------------------- */
 
