@@ -36,8 +36,12 @@
 #    from `git show REV:examples/moe/moe_fused_handlers.c`, for a before/after
 #    table; MOE_CFLAGS: extra clang flags, e.g. -DMOE_GU_RING=... ring
 #    depths; MOE_LAYOUT: extra df-layout-slots options, e.g.
-#    reuse-dead-shared=true. Run the script several times into one DIR with
-#    distinct names.)
+#    reuse-dead-shared=true; MOE_GU_STAGE=R: gate_up's 8-n-tile token rows
+#    staged in a shared-memory ring of R k steps (-DMOE_GU_STAGE=R and
+#    df.workspace_bytes = 4096 R on @moe_gate_up; the workspace adds to
+#    the plan's dynamic shared memory, so only plans with one task per CTA
+#    have room). Run the script several times into one DIR with distinct
+#    names.)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_moe_carry.sh DIR}"
@@ -55,8 +59,14 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
       -e "s/tensor<4x6x64x32xbf16>/tensor<${cs}x${chunks}x64x32xbf16>/" \
       -e "s/output_arity = 4 : i64/output_arity = $cs : i64/" \
       "$root/examples/moe/moe_fused.mlir" >"$tmp/moe$cs.mlir"
+  stage=()
+  if [ -n "${MOE_GU_STAGE:-}" ]; then
+    workspace_program "$tmp/moe$cs.mlir" moe_gate_up $((4096 * MOE_GU_STAGE)) >"$tmp/moews.mlir"
+    mv "$tmp/moews.mlir" "$tmp/moe$cs.mlir"
+    stage=(-DMOE_GU_STAGE="$MOE_GU_STAGE")
+  fi
   # shellcheck disable=SC2086 # MOE_CFLAGS is a list of flags
-  clang-22 "${cflags[@]}" ${MOE_CFLAGS:-} -DMOE_CS="$cs" \
+  clang-22 "${cflags[@]}" ${MOE_CFLAGS:-} "${stage[@]}" -DMOE_CS="$cs" \
     "${MOE_HANDLERS:-$root/examples/moe/moe_fused_handlers.c}" -o "$tmp/moe$cs.bc"
   first=""
   for t in $tokens; do

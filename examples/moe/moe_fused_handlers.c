@@ -215,9 +215,21 @@ static inline moe_task task_of(const df_ctx *ctx) {
   return (moe_task){(uint32_t)t[0], (uint32_t)t[1], n < MOE_TT ? n : MOE_TT};
 }
 
-/* n-tiles for `count` tokens, rounded up to 1, 2, 4 or 8. */
+/* n-tiles for `count` tokens, rounded up to 1, 2, 4 or 8; with MOE_NT6
+   also 6 (33-48 rows pay for 48, not 64: the 64-row GEMMs are bound by
+   the mma's, bench/moe run P), with MOE_NT_FINE each of 5 to 8. */
+#if defined(MOE_NT_FINE) && !defined(MOE_NT6)
+#define MOE_NT6 1
+#endif
 static inline uint32_t ntiles(uint32_t count) {
   uint32_t nt = (count + 7) / 8;
+#ifdef MOE_NT_FINE
+  if (nt >= 5)
+    return nt;
+#elif defined(MOE_NT6)
+  if (nt == 5 || nt == 6)
+    return 6;
+#endif
   return nt <= 1 ? 1 : nt <= 2 ? 2 : nt <= 4 ? 4 : 8;
 }
 
@@ -270,28 +282,33 @@ static inline uint32_t ntiles(uint32_t count) {
           GU_LOAD_A(MW, u, s + DW);                                                              \
         if (s + DX < nsteps)                                                                     \
           GU_LOAD_B(NT, u % DX, s + DX);                                                         \
-        if (u == DW - 1 && (s + 1) % GU_KSTEPS == 0) {                                           \
-          /* h = SiLU(gate) * up -> UpShard[m / 32][token][m % 32] */                           \
-          uint32_t mg = w + nw * (s / GU_KSTEPS);                                                \
-          FOR_LANES(L, Li) {                                                                     \
-            uint32_t g = L >> 2, t = L & 3;                                                      \
-            UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)             \
-                UNROLL for (int i = 0; i < 2; i++) {                                             \
-              uint32_t m = (mg * MW + q) * 8 + g, n = 8 * j + 2 * t + i;                         \
-              float h = silu(acc[Li][q][j][i]) * acc[Li][q][j][i + 2];                           \
-              out[((m / 32) * MOE_TT + n) * 32 + m % 32] = f32_to_bf16(h);                       \
-              acc[Li][q][j][i] = acc[Li][q][j][i + 2] = 0.0f;                                    \
-            }                                                                                    \
-          }                                                                                      \
-        }                                                                                        \
+        if (u == DW - 1 && (s + 1) % GU_KSTEPS == 0)                                             \
+          GU_STORE_H(MW, NT);                                                                    \
       }                                                                                          \
     }                                                                                            \
   }
+/* The last k step of group w + nw (s / GU_KSTEPS) is done: h = SiLU(gate)
+   * up -> UpShard[m / 32][token][m % 32], accumulators cleared. */
+#define GU_STORE_H(MW, NT)                                                                       \
+  do {                                                                                           \
+    uint32_t mg_ = w + nw * (s / GU_KSTEPS);                                                     \
+    FOR_LANES(L, Li) {                                                                           \
+      uint32_t g = L >> 2, t = L & 3;                                                            \
+      UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                   \
+          UNROLL for (int i = 0; i < 2; i++) {                                                   \
+        uint32_t m = (mg_ * MW + q) * 8 + g, n = 8 * j + 2 * t + i;                              \
+        float h = silu(acc[Li][q][j][i]) * acc[Li][q][j][i + 2];                                 \
+        out[((m / 32) * MOE_TT + n) * 32 + m % 32] = f32_to_bf16(h);                             \
+        acc[Li][q][j][i] = acc[Li][q][j][i + 2] = 0.0f;                                          \
+      }                                                                                          \
+    }                                                                                            \
+  } while (0)
 /* Slot `slot` <- the weights of step `step`: gate row and up row of column
    8 m + g of each m-tile m of the group, 8 k from 8 t. */
-#define GU_LOAD_A(MW, slot, step)                                                                \
+#define GU_LOAD_A(MW, slot, step) GU_LOAD_A_OF(MW, slot, step, w + nw * ((step) / GU_KSTEPS))
+#define GU_LOAD_A_OF(MW, slot, step, group)                                                      \
   do {                                                                                           \
-    uint32_t st_ = (step), mg_ = w + nw * (st_ / GU_KSTEPS), k_ = (st_ % GU_KSTEPS) * 32;       \
+    uint32_t st_ = (step), mg_ = (group), k_ = (st_ % GU_KSTEPS) * 32;                           \
     FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++) {                                    \
       const uint16_t *p_ = wgu + (uint64_t)((mg_ * MW + q_) * 8 + (L >> 2)) * MOE_HIDDEN + k_ +  \
                            8 * (L & 3);                                                          \
@@ -317,10 +334,183 @@ static inline uint32_t ntiles(uint32_t count) {
   GATE_UP_RUN(2, m2, a2, b2) GATE_UP_RUN(4, m4, a4, b4) GATE_UP_RUN(8, m8, a8, b8)
 #define GU_RING(...) GU_RING_(__VA_ARGS__)
 GU_RING(MOE_GU_RING)
+/* Staged builds run 5-7 n-tiles staged; their fallback without a
+   workspace takes the 8-n-tile code (rows past the count are not stored),
+   so the register-ring variants are not compiled there: they would only
+   add code (and ptxas spilled 40 bytes with both). */
+#if defined(MOE_NT6) && !defined(MOE_GU_STAGE)
+#ifndef MOE_GU_RING_FINE /* MW, DW and DX for 5, 6 and 7 n-tiles */
+#define MOE_GU_RING_FINE 3, 2, 1
+#endif
+#define GU_RING_FINE_(NT, ...) GATE_UP_RUN(NT, __VA_ARGS__)
+GU_RING_FINE_(6, MOE_GU_RING_FINE)
+#ifdef MOE_NT_FINE
+GU_RING_FINE_(5, MOE_GU_RING_FINE)
+GU_RING_FINE_(7, MOE_GU_RING_FINE)
+#endif
+#endif
+
+#ifdef MOE_GU_STAGE
+/* gate_up at 8 n-tiles with the token rows staged in shared memory (the
+   handler workspace; bench/moe's 1024-token c2 variant). Without it every
+   m-tile group re-reads the 64 token rows (256 KB per task, more than L1
+   holds next to the slots) through L1 and L2: at cluster 2 each SM read
+   4 MB of token rows for 3.1 MB of weights. Staged, the CTA copies each
+   32-wide k step of the rows once per pass (cp.async, 16 bytes per
+   thread) into a ring of MOE_GU_STAGE steps, and every warp reads its B
+   operand from there. The ring is [step][token][32 k], 64 bytes per token
+   row: the 16-byte reads of lanes 0-7 (tokens g, g + 1, parts t) cover
+   128 contiguous bytes, no bank conflicts. A CTA barrier every GS_KC
+   steps frees the oldest GS_KC slots for the copies GS_STEPS - GS_KC
+   steps ahead, so every warp walks the same number of steps: passes over
+   the m-tile groups are rounded up and a warp without a group in the last
+   pass only copies and waits. Declare df.workspace_bytes =
+   MOE_GU_STAGE * 4096 on @moe_gate_up (make_moe_carry.sh MOE_GU_STAGE). */
+#define GS_STEPS MOE_GU_STAGE
+#ifndef MOE_GU_STAGE_KC
+#define MOE_GU_STAGE_KC 4 /* k steps per barrier */
+#endif
+#define GS_KC MOE_GU_STAGE_KC
+#define GS_STEP_BYTES (MOE_TT * 64)
+#define GS_CHUNKS (GS_STEPS / GS_KC)
+_Static_assert(GS_STEPS % GS_KC == 0 && GS_CHUNKS >= 2, "stage ring: whole chunks, at least 2");
+_Static_assert(GU_KSTEPS % GS_KC == 0, "stage chunks must divide the k steps");
+_Static_assert(MOE_TT == 64, "the staged gate_up copies 64 token rows per step");
+#define GS_BYTES (GS_STEPS * GS_STEP_BYTES)
+
+#if defined(__NVPTX__)
+#define SHARED __attribute__((address_space(3)))
+/* The ring by its 32-bit shared-window address: one register, not a
+   64-bit generic pointer per access. */
+typedef uint32_t gs_ring;
+static inline gs_ring gs_ring_of(uint8_t *p) { return (uint32_t)(uint64_t)(SHARED void *)p; }
+static inline void gs_copy(gs_ring dst, const uint16_t *src) {
+  __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+static inline void gs_commit(void) { __asm__ volatile("cp.async.commit_group;" ::: "memory"); }
+#define GS_WAIT(n) __asm__ volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
+#define GS_BARRIER(ctx) df_ctx_barrier(ctx)
+static inline u32x4 gs_read(gs_ring p) {
+  uint32_t a_, b_, c_, d_;
+  __asm__ volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(a_), "=r"(b_), "=r"(c_), "=r"(d_)
+                   : "r"(p)
+                   : "memory");
+  return (u32x4){a_, b_, c_, d_};
+}
+#else
+/* The host's virtual warp fills its own ring (every copy of a step, no
+   waits, no barriers): the layout and indexing are the GPU's, the
+   synchronisation is not exercised. */
+typedef uint8_t *gs_ring;
+static inline void gs_copy(gs_ring dst, const uint16_t *src) { memcpy(dst, src, 16); }
+static inline void gs_commit(void) {}
+#define GS_WAIT(n) ((void)0)
+#define GS_BARRIER(ctx) ((void)0)
+static inline u32x4 gs_read(gs_ring p) {
+  u32x4 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+#endif
+
+/* Copies of k step `step` (< nsteps) into its ring slot: copy ci < 4 rows
+   is token row ci / 4 (rows past the count repeat the last token), k 8 (ci % 4). */
+static inline __attribute__((always_inline)) void gs_issue(gs_ring ring, const uint16_t *x,
+                                                          const int32_t *tokens, uint32_t count,
+                                                          uint32_t rows, uint32_t step,
+                                                          uint32_t nsteps, uint32_t first,
+                                                          uint32_t stride) {
+  if (step >= nsteps)
+    return;
+  gs_ring st = ring + (step % GS_STEPS) * GS_STEP_BYTES;
+  uint32_t k = (step % GU_KSTEPS) * 32;
+  for (uint32_t ci = first; ci < rows * 4; ci += stride) {
+    uint32_t n = ci >> 2;
+    gs_copy(st + ci * 16,
+            x + (uint64_t)tokens[n < count ? n : count - 1] * MOE_HIDDEN + k + 8 * (ci & 3));
+  }
+}
+
+static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) { return mg < groups ? mg : groups - 1; }
+
+#define GATE_UP_STAGED(NT, MW, DW)                                                                \
+  _Static_assert(GU_KSTEPS % DW == 0, "ring depth must divide the k steps");                    \
+  _Static_assert(GU_MTILES % MW == 0, "m-tile groups must divide the shard");                   \
+  static inline __attribute__((always_inline)) void gate_up_staged_##NT(                       \
+      const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const int32_t *tokens,          \
+      uint32_t count, gs_ring ring, uint16_t *out, uint32_t w, uint32_t nw, uint32_t first,     \
+      uint32_t stride) {                                                                         \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx;                                                                      \
+    const uint32_t groups = GU_MTILES / MW;                                                      \
+    uint32_t nsteps = (groups + nw - 1) / nw * GU_KSTEPS;                                        \
+    u32x4 a[LANES][DW][MW][2];                                                                   \
+    float acc[LANES][MW][NT][4];                                                                  \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                     \
+        UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
+    for (uint32_t c = 0; c + 1 < GS_CHUNKS; c++) {                                               \
+      UNROLL for (int u = 0; u < GS_KC; u++)                                                     \
+          gs_issue(ring, x, tokens, count, 8 * NT, c * GS_KC + u, nsteps, first, stride);        \
+      gs_commit();                                                                               \
+    }                                                                                            \
+    /* a warp without a group in the last pass repeats the last group and                        \
+       stores nothing: no branch around the mma's (one spilled 232 bytes) */                     \
+    UNROLL for (int u = 0; u < DW; u++) GU_LOAD_A_OF(MW, u, u, gu_clamp(w, groups));             \
+    for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
+      UNROLL for (int u = 0; u < DW; u++) {                                                      \
+        uint32_t s = s0 + u, mg = w + nw * (s / GU_KSTEPS);                                      \
+        if (s % GS_KC == 0) {                                                                    \
+          /* this thread's copies of the chunk landed; the barrier makes all                  \
+             of them visible and frees the slots every warp has passed */                       \
+          GS_WAIT(GS_CHUNKS - 2);                                                                \
+          GS_BARRIER(ctx);                                                                       \
+          UNROLL for (int v = 0; v < GS_KC; v++)                                                 \
+              gs_issue(ring, x, tokens, count, 8 * NT, s + GS_STEPS - GS_KC + v, nsteps, first,  \
+                       stride);                                                                  \
+          gs_commit();                                                                           \
+        }                                                                                        \
+        gs_ring st_ = ring + (s % GS_STEPS) * GS_STEP_BYTES;                                     \
+        UNROLL for (int j = 0; j < NT; j++) {                                                    \
+          /* one n-tile's token fragment at a time: 4 registers live, not 32 */                  \
+          u32x4 b[LANES];                                                                        \
+          FOR_LANES(L, Li) b[Li] = gs_read(st_ + ((8 * j + (L >> 2)) * 4 + (L & 3)) * 16);       \
+          UNROLL for (int q = 0; q < MW; q++) UNROLL for (int half = 0; half < 2; half++)        \
+              warp_mma(acc[0][q][j], MW * NT * 4, a[0][u][q], DW * MW * 2, &b[0], 1, half);       \
+        }                                                                                        \
+        if (s + DW < nsteps)                                                                     \
+          GU_LOAD_A_OF(MW, u, s + DW, gu_clamp(w + nw * ((s + DW) / GU_KSTEPS), groups));        \
+        if (u == DW - 1 && (s + 1) % GU_KSTEPS == 0 && mg < groups)                              \
+          GU_STORE_H(MW, NT);                                                                    \
+      }                                                                                          \
+    }                                                                                            \
+    GS_WAIT(0);                                                                                  \
+    GS_BARRIER(ctx); /* the workspace is free for the next handler */                           \
+  }
+#ifndef MOE_GU_STAGED_RING /* MW and DW of the staged gate_up at 8 n-tiles (and 6) */
+#define MOE_GU_STAGED_RING 2, 4
+#endif
+#define GU_STAGED_(NT, ...) GATE_UP_STAGED(NT, __VA_ARGS__)
+GU_STAGED_(8, MOE_GU_STAGED_RING)
+#ifdef MOE_NT6
+GU_STAGED_(6, MOE_GU_STAGED_RING)
+#endif
+#ifdef MOE_NT_FINE
+GU_STAGED_(5, MOE_GU_STAGED_RING)
+GU_STAGED_(7, MOE_GU_STAGED_RING)
+#endif
+#endif
+
+/* Timing probes with wrong results (bench/moe, where the time goes):
+   MOE_PROBE=1 skips down's GEMM, 2 skips gate_up's. */
+#ifndef MOE_PROBE
+#define MOE_PROBE 0
+#endif
 
 void moe_gate_up(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
-  if (tk.count == 0)
+  if (tk.count == 0 || MOE_PROBE == 2)
     return;
   uint32_t col0 = df_ctx_range_begin(ctx); /* first intermediate column of this shard */
   const uint16_t *x = df_ctx_tensor(ctx, T_X);
@@ -330,6 +520,45 @@ void moe_gate_up(const df_ctx *ctx) {
   uint16_t *out = df_ctx_output(ctx);
   uint32_t nt = ntiles(tk.count), lane_ = LANE_ID(ctx);
   (void)lane_;
+#ifdef MOE_GU_STAGE
+#ifdef MOE_NT_FINE
+#define GU_STAGED_SWITCH(nt, args)                                                               \
+  switch (nt) {                                                                                  \
+  case 5: gate_up_staged_5 args; break;                                                          \
+  case 6: gate_up_staged_6 args; break;                                                          \
+  case 7: gate_up_staged_7 args; break;                                                          \
+  default: gate_up_staged_8 args; break;                                                         \
+  }
+#elif defined(MOE_NT6)
+#define GU_STAGED_SWITCH(nt, args)                                                               \
+  if (nt == 6)                                                                                   \
+    gate_up_staged_6 args;                                                                       \
+  else                                                                                           \
+    gate_up_staged_8 args
+#else
+#define GU_STAGED_SWITCH(nt, args) gate_up_staged_8 args
+#endif
+  /* Staged only with the workspace to hold the ring; without it (a
+     program that does not declare it) the register-ring path. */
+#if defined(__NVPTX__)
+  uint8_t *ring = df_ctx_workspace(ctx);
+  const uint32_t first = df_ctx_thread(ctx), stride = df_ctx_threads(ctx);
+  if (nt >= 5 && ring && df_ctx_workspace_bytes(ctx) >= GS_BYTES) {
+    FOR_WARPS(ctx, w, nw)
+    GU_STAGED_SWITCH(nt, (ctx, wgu, x, tokens, tk.count, gs_ring_of(ring), out, w, nw, first,
+                          stride));
+    return;
+  }
+#else
+  if (nt >= 5) {
+    FOR_WARPS(ctx, w, nw) {
+      uint8_t ring[GS_BYTES] __attribute__((aligned(16)));
+      GU_STAGED_SWITCH(nt, (ctx, wgu, x, tokens, tk.count, ring, out, w, nw, 0, 1));
+    }
+    return;
+  }
+#endif
+#endif
   /* Token row of each lane's B operand; rows past the count repeat the
      last token (their columns are computed but never used). */
   uint32_t xoff[LANES][8];
@@ -343,6 +572,13 @@ void moe_gate_up(const df_ctx *ctx) {
   case 1: gate_up_run_1(ctx, wgu, x, xoff, out, w, nw); break;
   case 2: gate_up_run_2(ctx, wgu, x, xoff, out, w, nw); break;
   case 4: gate_up_run_4(ctx, wgu, x, xoff, out, w, nw); break;
+#if defined(MOE_NT6) && !defined(MOE_GU_STAGE)
+  case 6: gate_up_run_6(ctx, wgu, x, xoff, out, w, nw); break;
+#endif
+#if defined(MOE_NT_FINE) && !defined(MOE_GU_STAGE)
+  case 5: gate_up_run_5(ctx, wgu, x, xoff, out, w, nw); break;
+  case 7: gate_up_run_7(ctx, wgu, x, xoff, out, w, nw); break;
+#endif
   default: gate_up_run_8(ctx, wgu, x, xoff, out, w, nw); break;
   }
 }
@@ -387,14 +623,14 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
 /* down: an m-tile is 16 output columns of this rank's shard (rows of Wd),
    k the 768 intermediate columns gathered from the MOE_CS ranks. */
 #define DOWN_RUN(NT, DW, DX)                                                                     \
-  _Static_assert(DN_KSTEPS % DW == 0 && DW % DX == 0, "ring depths must divide");              \
+  _Static_assert(DN_KSTEPS % DW == 0 && (DX == 0 || DW % DX == 0), "ring depths must divide"); \
   static inline __attribute__((always_inline)) void down_run_##NT(                             \
       const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
       const out_rows *rows, uint32_t w, uint32_t nw) {                                           \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     uint32_t nsteps = (DN_MTILES - w + nw - 1) / nw * DN_KSTEPS;                                 \
-    u32x4 a[LANES][DW][2], b[LANES][DX][NT];                                                     \
+    u32x4 a[LANES][DW][2], b[LANES][DX ? DX : 1][NT];                                            \
     float acc[LANES][NT][4];                                                                     \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) acc[Li][j][i] = 0.0f; \
@@ -403,12 +639,15 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
     for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
       UNROLL for (int u = 0; u < DW; u++) {                                                      \
         uint32_t s = s0 + u;                                                                     \
+        if (DX == 0) /* B read right before its mma's: no ring registers */                     \
+          DN_LOAD_B(NT, 0, s);                                                                   \
         UNROLL for (int j = 0; j < NT; j++) UNROLL for (int half = 0; half < 2; half++)         \
-            warp_mma(acc[0][j], NT * 4, a[0][u], DW * 2, &b[0][u % DX][j], DX * NT, half);       \
+            warp_mma(acc[0][j], NT * 4, a[0][u], DW * 2, &b[0][DX ? u % DX : 0][j],              \
+                     (DX ? DX : 1) * NT, half);                                                  \
         if (s + DW < nsteps)                                                                     \
           DN_LOAD_A(u, s + DW);                                                                  \
-        if (s + DX < nsteps)                                                                     \
-          DN_LOAD_B(NT, u % DX, s + DX);                                                         \
+        if (DX && s + DX < nsteps)                                                               \
+          DN_LOAD_B(NT, DX ? u % DX : 0, s + DX);                                                \
         if (u == DW - 1 && (s + 1) % DN_KSTEPS == 0) {                                           \
           /* Output[token][col] += weight * y: two additions per element */                     \
           uint32_t mt = w + nw * (s / DN_KSTEPS);                                                \
@@ -453,6 +692,17 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
   DOWN_RUN(1, a1, b1) DOWN_RUN(2, a2, b2) DOWN_RUN(4, a4, b4) DOWN_RUN(8, a8, b8)
 #define DN_RING(...) DN_RING_(__VA_ARGS__)
 DN_RING(MOE_DN_RING)
+#ifdef MOE_NT6
+#ifndef MOE_DN_RING_FINE /* DW and DX for 5, 6 and 7 n-tiles */
+#define MOE_DN_RING_FINE 8, 0
+#endif
+#define DN_RING_FINE_(NT, ...) DOWN_RUN(NT, __VA_ARGS__)
+DN_RING_FINE_(6, MOE_DN_RING_FINE)
+#ifdef MOE_NT_FINE
+DN_RING_FINE_(5, MOE_DN_RING_FINE)
+DN_RING_FINE_(7, MOE_DN_RING_FINE)
+#endif
+#endif
 
 void moe_down(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
@@ -461,7 +711,7 @@ void moe_down(const df_ctx *ctx) {
   if (df_ctx_thread(ctx) == 0)
     UNROLL for (int i = 0; i < 4; i++)
       done[i] = i == 0 ? (int32_t)tk.count : i == 1 ? (int32_t)col0 : 0;
-  if (tk.count == 0 || df_ctx_input_count(ctx) != MOE_CS)
+  if (tk.count == 0 || df_ctx_input_count(ctx) != MOE_CS || MOE_PROBE == 1)
     return;
   const uint16_t *wd = (const uint16_t *)df_ctx_tensor(ctx, T_WD) +
                        ((uint64_t)tk.expert * MOE_HIDDEN + col0) * MOE_INTER;
@@ -477,6 +727,13 @@ void moe_down(const df_ctx *ctx) {
   case 1: down_run_1(ctx, wd, parts, &rows, w, nw); break;
   case 2: down_run_2(ctx, wd, parts, &rows, w, nw); break;
   case 4: down_run_4(ctx, wd, parts, &rows, w, nw); break;
+#ifdef MOE_NT6
+  case 6: down_run_6(ctx, wd, parts, &rows, w, nw); break;
+#endif
+#ifdef MOE_NT_FINE
+  case 5: down_run_5(ctx, wd, parts, &rows, w, nw); break;
+  case 7: down_run_7(ctx, wd, parts, &rows, w, nw); break;
+#endif
   default: down_run_8(ctx, wd, parts, &rows, w, nw); break;
   }
 }
