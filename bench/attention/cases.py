@@ -259,6 +259,13 @@ def cases():
             # constant cache, which the receives' acquires do not empty)
             alt(".embed", c["schedule"] + ", embedded plan", c["block"], None, c["opts"],
                 translate="--df-embed-plan")
+        if c["name"] in ("u1x128k", "u8x4k", "s16", "s32", "s64"):
+            # HBM direct-global slots (df-layout-slots hbm-direct-global):
+            # the partials and combines write their HBM-sent outputs to the
+            # global staging themselves and the receivers read them there,
+            # so a transfer is a flag, not a copy (run P)
+            alt(".direct", c["schedule"] + ", HBM direct-global", c["block"], None, c["opts"],
+                layout="per-cta-shared=true hbm-direct-global=true")
         if c["name"] in ("u1x128k", "s16", "s32", "s64"):
             # df-fuse without ITERs: each task's root REDUCE -> FINALIZE as
             # one instruction (a combine+finalize composite), the partials

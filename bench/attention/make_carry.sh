@@ -8,7 +8,8 @@
 # model of cases.py prefers (round_robin, + defer-reduces, + balance-iters),
 # per-CTA shared layout, HBM staging copies; plus each case's alternative
 # plans (cases.json "alts": even-split, round_robin, same kernel, with the
-# df-opt passes of their "passes" (e.g. --df-fuse) after df-schedule; CASE.stS:
+# df-opt passes of their "passes" (e.g. --df-fuse) after df-schedule and the
+# df-layout-slots options of their "layout"; CASE.stS:
 # the case's plan with handlers built with -DKV_STAGES=S, the program's
 # partial declaring df.workspace_bytes = the alt's workspace_bytes).
 # CARRY_PLANS=NAME[,NAME...] makes only those plans (cases.json lists all).
@@ -29,9 +30,9 @@ for c in json.load(open(sys.argv[1])):
         extra = " ".join(f for f in (c["cflags"], p.get("cflags", "")) if f) or "-"
         print(p["name"], c["lmax"], p["block"], extra, p.get("workspace_bytes", 0),
               len(c["lens"]), per_task, p["opts"], p.get("passes", "") or "-",
-              p.get("translate", "") or "-", sep="\t")
+              p.get("translate", "") or "-", p.get("layout", "per-cta-shared=true"), sep="\t")
 PY
-while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate; do
+while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate layout; do
   [ -n "${CARRY_PLANS:-}" ] && [[ ",$CARRY_PLANS," != *",$name,"* ]] && continue
   [ "$extra" = - ] && extra=""
   [ "$passes" = - ] && passes=""
@@ -48,7 +49,7 @@ while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate
   fi
   KERNEL_OPTS="$translate" plan_files "$name" "$prog" "$bc" \
     "sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once $opts" \
-    "per-cta-shared=true" "$passes"
+    "$layout" "$passes"
   echo "$name: $("$bin/df-translate" --df-plan-dump "$dir/$name.dfplan" | grep -E "^counts|^  shared_memory_bytes" \
     | sed -E 's/ (slots|args|input_slots|task_coords|handlers|primary_handlers|operators|types)=[0-9]+//g' | tr '\n' ' ')"
   # A kernel whose ctx.workspace is NULL for certain (a df without
