@@ -351,7 +351,7 @@ GU_RING_FINE_(7, MOE_GU_RING_FINE)
 #endif
 
 #ifdef MOE_GU_STAGE
-/* gate_up at 8 n-tiles with the token rows staged in shared memory (the
+/* gate_up at 5-8 n-tiles with the token rows staged in shared memory (the
    handler workspace; bench/moe's 1024-token c2 variant). Without it every
    m-tile group re-reads the 64 token rows (256 KB per task, more than L1
    holds next to the slots) through L1 and L2: at cluster 2 each SM read
@@ -364,7 +364,8 @@ GU_RING_FINE_(7, MOE_GU_RING_FINE)
    steps frees the oldest GS_KC slots for the copies GS_STEPS - GS_KC
    steps ahead, so every warp walks the same number of steps: passes over
    the m-tile groups are rounded up and a warp without a group in the last
-   pass only copies and waits. Declare df.workspace_bytes =
+   pass repeats the last group and stores nothing (a branch around its
+   mma's spilled 232 bytes). Declare df.workspace_bytes =
    MOE_GU_STAGE * 4096 on @moe_gate_up (make_moe_carry.sh MOE_GU_STAGE). */
 #define GS_STEPS MOE_GU_STAGE
 #ifndef MOE_GU_STAGE_KC
@@ -375,7 +376,7 @@ GU_RING_FINE_(7, MOE_GU_RING_FINE)
 #define GS_CHUNKS (GS_STEPS / GS_KC)
 _Static_assert(GS_STEPS % GS_KC == 0 && GS_CHUNKS >= 2, "stage ring: whole chunks, at least 2");
 _Static_assert(GU_KSTEPS % GS_KC == 0, "stage chunks must divide the k steps");
-_Static_assert(MOE_TT == 64, "the staged gate_up copies 64 token rows per step");
+_Static_assert(MOE_TT == 64, "a ring step holds 64 token rows");
 #define GS_BYTES (GS_STEPS * GS_STEP_BYTES)
 
 #if defined(__NVPTX__)
@@ -414,8 +415,9 @@ static inline u32x4 gs_read(gs_ring p) {
 }
 #endif
 
-/* Copies of k step `step` (< nsteps) into its ring slot: copy ci < 4 rows
-   is token row ci / 4 (rows past the count repeat the last token), k 8 (ci % 4). */
+/* Copies of k step `step` (< nsteps) of the first `rows` token rows into
+   its ring slot: copy ci (< 4 rows) is row ci / 4 at k 8 (ci % 4); rows
+   past the count repeat the last token. */
 static inline __attribute__((always_inline)) void gs_issue(gs_ring ring, const uint16_t *x,
                                                           const int32_t *tokens, uint32_t count,
                                                           uint32_t rows, uint32_t step,
@@ -432,7 +434,9 @@ static inline __attribute__((always_inline)) void gs_issue(gs_ring ring, const u
   }
 }
 
-static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) { return mg < groups ? mg : groups - 1; }
+static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
+  return mg < groups ? mg : groups - 1;
+}
 
 #define GATE_UP_STAGED(NT, MW, DW)                                                                \
   _Static_assert(GU_KSTEPS % DW == 0, "ring depth must divide the k steps");                    \
@@ -455,8 +459,7 @@ static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) { return mg < grou
           gs_issue(ring, x, tokens, count, 8 * NT, c * GS_KC + u, nsteps, first, stride);        \
       gs_commit();                                                                               \
     }                                                                                            \
-    /* a warp without a group in the last pass repeats the last group and                        \
-       stores nothing: no branch around the mma's (one spilled 232 bytes) */                     \
+    /* without a group in the last pass: the last group again, not stored */                     \
     UNROLL for (int u = 0; u < DW; u++) GU_LOAD_A_OF(MW, u, u, gu_clamp(w, groups));             \
     for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
       UNROLL for (int u = 0; u < DW; u++) {                                                      \
