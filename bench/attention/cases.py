@@ -14,6 +14,7 @@ skewed batches, and the case's plan with the staged partial handler,
 measures on the same inputs.
 
 usage: cases.py OUT.json   (also prints one line per case)"""
+import contextlib
 import heapq
 import json
 import math
@@ -109,8 +110,9 @@ def makespan(task_lens, block, balance, defer, even=None):
             return op[0] == "iter" or all(b == sm for b in op[2])
         queues = [[op for op in q if first(op, sm)] + [op for op in q if not first(op, sm)]
                   for sm, q in enumerate(queues)]
-    held = max(sum(INTER_BYTES * (len(op[2]) + 1 if op[0] == "reduce" else 1) for op in q)
-               for q in queues)
+    # a reduce holds at most FAN_IN inputs (the plans' reduce trees)
+    held = max(sum(INTER_BYTES * (min(len(op[2]), FAN_IN) + 1 if op[0] == "reduce" else 1)
+                   for op in q) for q in queues)
     # replay: queues in order, a reduce waits for its inputs
     pos = [0] * SMS
     clock = [0.0] * SMS
@@ -148,6 +150,20 @@ def choose_at(sms, task_lens, schedules=tuple(SCHEDULES)):
         return choose(task_lens, schedules)
     finally:
         SMS, SM_BYTES_PER_US = saved
+
+
+@contextlib.contextmanager
+def kv_heads(heads):
+    """The model for tasks of `heads` KV heads (handlers built with
+    -DGQA_HEADS): each key row and each partial's output `heads` times
+    larger, the same fixed cost per partial."""
+    global ROW_BYTES, INTER_BYTES
+    saved = ROW_BYTES, INTER_BYTES
+    ROW_BYTES, INTER_BYTES = ROW_BYTES * heads, INTER_BYTES * heads
+    try:
+        yield
+    finally:
+        ROW_BYTES, INTER_BYTES = saved
 
 
 def choose(task_lens, schedules=tuple(SCHEDULES), blocks=None):
@@ -299,6 +315,29 @@ def cases():
                 if b != c["block"]:
                     alt(f".b{b}", c["schedule"], b, makespan(tl, b, *SCHEDULES[c["schedule"]])[0],
                         c["opts"])
+        if c["name"] in HEADS_CASES:
+            # tasks of H KV heads (handlers built with -DGQA_HEADS=H, the
+            # program's GqaInter H times larger, task domain (seq, 8 / H
+            # groups)): fewer, longer partials, each CTA reading H
+            # adjacent 256-byte pieces of a K/V row. Block and schedule by
+            # the model at H times the bytes per key.
+            for H in HEADS:
+                th = [n for n in lens for _ in range(HKV // H)]
+                with kv_heads(H):
+                    block, sched, t = choose(th)
+                opts = (sched_opts(*SCHEDULES[sched]) + f" reduce-fan-in={FAN_IN}"
+                        + " skip-unary-reduce=true")
+                alt(f".h{H}", f"{sched}, {H} KV heads per task", block, t, opts, heads=H)
+                if c["name"] == "s32" and H >= 4:
+                    # the model's fixed cost per partial is a guess: half
+                    # and twice its block, and even-split
+                    for b in (block // 2, 2 * block):
+                        with kv_heads(H):
+                            t = makespan(th, b, *SCHEDULES[sched])[0]
+                        alt(f".h{H}.b{b}", f"{sched}, {H} KV heads per task", b, t, opts,
+                            heads=H)
+                    alt(f".h{H}.even", f"even, {H} KV heads per task", EVEN_GRAN,
+                        None, even_opts(SMS, True) + f" reduce-fan-in={FAN_IN}", heads=H)
         if c["name"] == "u1x128k" and os.environ.get("CASES_PROBES"):
             # timing probe, wrong results (CASES_PROBES=1 only): the
             # partial spins 125 us instead of streaming (run M)
@@ -322,6 +361,8 @@ def cases():
 
 
 FAN_IN = 4        # most inputs per reduce (df-schedule reduce-fan-in)
+HEADS = (2, 4, 8)  # KV heads per task of the .hH alternatives
+HEADS_CASES = ("u8x4k", "u1x128k", "s16", "s32", "s64")
 # Cases whose block is set by measurement, not by the model: s32 at 3072
 # ran 4-6 % faster than the model's 4096 in every call that had both
 # (run J 86.6/90.5, run K 86.3/91.8, run M 85.7/90.8 and 89.2/94.1 us); the
