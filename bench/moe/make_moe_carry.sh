@@ -40,8 +40,10 @@
 #    staged in a shared-memory ring of R k steps (-DMOE_GU_STAGE=R and
 #    df.workspace_bytes = 4096 R on @moe_gate_up; the workspace adds to
 #    the plan's dynamic shared memory, so only plans with one task per CTA
-#    have room). Run the script several times into one DIR with distinct
-#    names.)
+#    have room); MOE_PACKED=1: the handlers built with -DMOE_PACKED
+#    (weights in the fragment-packed layout, examples/moe/README.md) and
+#    VARIANT/weights_layout saying so, for moe_bench.py. Run the script
+#    several times into one DIR with distinct names.)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_moe_carry.sh DIR}"
@@ -64,6 +66,14 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
     workspace_program "$tmp/moe$cs.mlir" moe_gate_up $((4096 * MOE_GU_STAGE)) >"$tmp/moews.mlir"
     mv "$tmp/moews.mlir" "$tmp/moe$cs.mlir"
     stage=(-DMOE_GU_STAGE="$MOE_GU_STAGE")
+  fi
+  # MOE_PACKED=1: the handlers read fragment-packed weights; moe_bench.py
+  # binds packed copies for a variant whose weights_layout says so.
+  if [ "${MOE_PACKED:-0}" = 1 ]; then
+    stage+=(-DMOE_PACKED)
+    echo packed >"$vd/weights_layout"
+  else
+    rm -f "$vd/weights_layout"
   fi
   # shellcheck disable=SC2086 # MOE_CFLAGS is a list of flags
   clang-22 "${cflags[@]}" ${MOE_CFLAGS:-} "${stage[@]}" -DMOE_CS="$cs" \

@@ -197,6 +197,16 @@ def reference(torch, x, wgu, wd, topk, topw):
     return out
 
 
+def pack_weights(wgu, wd):
+    """Wgu [E][2][I][H] and Wd [E][H][I] in the handlers' -DMOE_PACKED
+    layout (examples/moe/README.md, moe_fused_gen --packed): Wgu
+    [E][I/8][H/32][2][32][8], Wd [E][H/16][I/32][2][32][8], lane 4g + t."""
+    e, _, i, h = wgu.shape
+    pgu = wgu.view(e, 2, i // 8, 8, h // 32, 4, 8).permute(0, 2, 4, 1, 3, 5, 6).contiguous()
+    pd = wd.view(e, h // 16, 2, 8, i // 32, 4, 8).permute(0, 1, 4, 2, 3, 5, 6).contiguous()
+    return pgu, pd
+
+
 def median_events(torch, fn, warmup: int, iters: int, sets: int) -> list[float]:
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
@@ -254,6 +264,7 @@ def main() -> int:
         wgu = uniform(torch, (E, 2, I, H), SET_SEED + 10 * s + 1, H ** -0.5)
         wd = uniform(torch, (E, H, I), SET_SEED + 10 * s + 2, I ** -0.5)
         weights.append((wgu, wd))
+    packed_weights = []  # the same values packed, made for the first packed variant
 
     header = ("tokens", "variant", "tasks", "df us", "df kernel us", "grouped_mm us", "floor us",
               "gmm/df", "df/floor", "df TB/s", "% copy bw", "df max err", "gmm max err",
@@ -344,8 +355,12 @@ def main() -> int:
             df = None
             try:
                 df = DfMoe(shim, v / "moe.ptx", d / "plan.dfplan", bd)
+                layout = v / "weights_layout"
+                packed = layout.is_file() and layout.read_text().strip() == "packed"
+                if packed and not packed_weights:
+                    packed_weights.extend(pack_weights(*w) for w in weights)
                 for s in range(a.sets):
-                    wgu, wd = weights[s]
+                    wgu, wd = (packed_weights if packed else weights)[s]
                     df.bind([(xs[s].data_ptr(), "bfloat16", (T, H)),
                              (wgu.data_ptr(), "bfloat16", (E, 2, I, H)),
                              (rv["tasks"].data_ptr(), "int32", (rv["ntasks"], 4)),

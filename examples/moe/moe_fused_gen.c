@@ -25,10 +25,11 @@
    With --inputs also X.bin bf16 [T][H] (uniform [-1, 1)), Wgu.bin bf16
    [E][2][I][H] and Wd.bin bf16 [E][H][I] (uniform [-1, 1) / sqrt(fan-in)),
    and ref.npy float64 [T][H] = sum_k w_k * Wd[e_k] (SiLU(Wg x) * (Wu x))
-   computed from the bf16-rounded values.
+   computed from the bf16-rounded values; with --packed the weight files
+   hold the same values in the handlers' -DMOE_PACKED layout (pack_wgu).
    usage: moe_fused_gen DIR --experts E --tokens T --clusters C [--tile 64]
           [--per-cluster 2] [--zipf 1.0] [--seed 1] [--hidden 2048]
-          [--inter 768] [--inputs] */
+          [--inter 768] [--inputs [--packed]] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ typedef struct gen_opts {
   uint32_t experts, tokens, clusters, tile, per_cluster, hidden, inter;
   double zipf;
   uint64_t seed;
-  int inputs;
+  int inputs, packed;
 } gen_opts;
 
 static uint64_t splitmix(uint64_t *s) {
@@ -78,17 +79,21 @@ static int usage(const char *why) {
   fprintf(stderr,
           "moe_fused_gen: %s\nusage: moe_fused_gen DIR --experts E --tokens T --clusters C "
           "[--tile 64] [--per-cluster 2] [--zipf 1.0] [--seed 1] [--hidden 2048] [--inter 768] "
-          "[--inputs]\n",
+          "[--inputs [--packed]]\n",
           why);
   return 2;
 }
 
 static int parse(int argc, char **argv, gen_opts *o) {
-  *o = (gen_opts){NULL, 0, 0, 0, 64, 2, 2048, 768, 1.0, 1, 0};
+  *o = (gen_opts){NULL, 0, 0, 0, 64, 2, 2048, 768, 1.0, 1, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--inputs")) {
       o->inputs = 1;
+      continue;
+    }
+    if (!strcmp(a, "--packed")) {
+      o->packed = 1;
       continue;
     }
     if (a[0] != '-') {
@@ -127,6 +132,10 @@ static int parse(int argc, char **argv, gen_opts *o) {
   if (!o->dir || o->experts < 2 || !o->tokens || !o->clusters || !o->tile || !o->per_cluster ||
       !o->hidden || !o->inter)
     return usage("DIR, --experts (>= 2), --tokens and --clusters are required, counts > 0");
+  if (o->packed && !o->inputs)
+    return usage("--packed lays out the weights of --inputs");
+  if (o->packed && (o->hidden % 32 || o->inter % 32))
+    return usage("--packed needs --hidden and --inter multiples of 32 (k steps of 32)");
   return 0;
 }
 
@@ -192,14 +201,49 @@ static uint16_t *bf16_fill(uint64_t seed, size_t n, double scale, double **vals)
   return h;
 }
 
+/* --packed (the handlers' -DMOE_PACKED): each warp's 16-byte loads of one
+   k step of an m-tile as one 1 KB block, lane L = 4g + t holding k
+   32s + 8t .. +7 of its row. Wgu [E][I/8][H/32][2][32][8]: m-tile m of 8
+   columns, gate (0) / up (1) row 8m + g. Wd [E][H/16][I/32][2][32][8]:
+   m-tile m of 16 rows, half h: row 16m + 8h + g. */
+static uint16_t *pack_wgu(const uint16_t *w, size_t E, size_t I, size_t H) {
+  uint16_t *p = xmalloc(E * 2 * I * H * 2);
+  size_t n = 0;
+  for (size_t e = 0; e < E; e++)
+    for (size_t m = 0; m < I / 8; m++)
+      for (size_t s = 0; s < H / 32; s++)
+        for (size_t which = 0; which < 2; which++)
+          for (size_t L = 0; L < 32; L++)
+            for (size_t i = 0; i < 8; i++)
+              p[n++] = w[((e * 2 + which) * I + 8 * m + L / 4) * H + 32 * s + 8 * (L % 4) + i];
+  return p;
+}
+
+static uint16_t *pack_wd(const uint16_t *w, size_t E, size_t H, size_t I) {
+  uint16_t *p = xmalloc(E * H * I * 2);
+  size_t n = 0;
+  for (size_t e = 0; e < E; e++)
+    for (size_t m = 0; m < H / 16; m++)
+      for (size_t s = 0; s < I / 32; s++)
+        for (size_t h = 0; h < 2; h++)
+          for (size_t L = 0; L < 32; L++)
+            for (size_t i = 0; i < 8; i++)
+              p[n++] = w[(e * H + 16 * m + 8 * h + L / 4) * I + 32 * s + 8 * (L % 4) + i];
+  return p;
+}
+
 static int inputs_and_reference(const gen_opts *o, const int32_t *topk, const float *topw) {
   size_t T = o->tokens, E = o->experts, H = o->hidden, I = o->inter;
   double *x, *wgu, *wd;
   uint16_t *hx = bf16_fill(o->seed + 101, T * H, 1.0, &x);
   uint16_t *hgu = bf16_fill(o->seed + 102, E * 2 * I * H, 1.0 / sqrt((double)H), &wgu);
   uint16_t *hd = bf16_fill(o->seed + 103, E * H * I, 1.0 / sqrt((double)I), &wd);
-  int rc = write_file(o, "X.bin", hx, T * H * 2) || write_file(o, "Wgu.bin", hgu, E * 2 * I * H * 2) ||
-           write_file(o, "Wd.bin", hd, E * H * I * 2);
+  uint16_t *pgu = o->packed ? pack_wgu(hgu, E, I, H) : NULL;
+  uint16_t *pd = o->packed ? pack_wd(hd, E, H, I) : NULL;
+  int rc = write_file(o, "X.bin", hx, T * H * 2) ||
+           write_file(o, "Wgu.bin", pgu ? pgu : hgu, E * 2 * I * H * 2) ||
+           write_file(o, "Wd.bin", pd ? pd : hd, E * H * I * 2);
+  free(pgu), free(pd);
   double *ref = xmalloc(sizeof *ref * T * H), *h = xmalloc(sizeof *h * I);
   for (size_t t = 0; t < T && !rc; t++)
     for (int k = 0; k < 2; k++) {

@@ -19,6 +19,12 @@
                                      their order: bitwise deterministic
    H = MOE_HIDDEN (2048), I = MOE_INTER (768), a task covers at most
    MOE_TT (64) tokens, the cluster size is MOE_CS (4).
+   Built with -DMOE_PACKED, Wgu and Wd hold the same values in the
+   fragment-packed layout: Wgu [E][I/8][H/32][2][32][8] (m-tile of 8
+   columns, k step of 32, gate/up, lane L = 4g + t, then row 8m + g's k
+   32s + 8t .. +7) and Wd [E][H/16][I/32][2][32][8] (m-tile of 16 rows,
+   k step, half h: row 16m + 8h + g, lane, 8 k); moe_fused_gen --packed
+   writes them.
 
    GEMM mapping (one warp = 16-row m-tiles of a weight matrix times the
    task's tokens as the n dimension, 8 tokens per n-tile): weights are the
@@ -107,6 +113,20 @@ typedef uint32_t u32x4 __attribute__((vector_size(16)));
     memcpy(&v_, (P), sizeof v_);                                                                 \
     v_;                                                                                          \
   })
+#endif
+
+/* Timing probes with wrong results (bench/moe, where the time goes):
+   MOE_PROBE=1 skips down's GEMM, 2 skips gate_up's. */
+#ifndef MOE_PROBE
+#define MOE_PROBE 0
+#endif
+/* -DMOE_PACKED: Wgu and Wd in the fragment-packed layout (README.md,
+   "Packed weights"): a warp's weights of one k step of an m-tile are
+   1 KB, contiguous, and the next k step's follow them. */
+#ifdef MOE_PACKED
+#define PACKED 1
+#else
+#define PACKED 0
 #endif
 
 /* Weights: streamed once, not kept in L1; L2 fetches 256 B around each miss
@@ -310,10 +330,11 @@ static inline uint32_t ntiles(uint32_t count) {
   do {                                                                                           \
     uint32_t st_ = (step), mg_ = (group), k_ = (st_ % GU_KSTEPS) * 32;                           \
     FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++) {                                    \
-      const uint16_t *p_ = wgu + (uint64_t)((mg_ * MW + q_) * 8 + (L >> 2)) * MOE_HIDDEN + k_ +  \
-                           8 * (L & 3);                                                          \
+      const uint16_t *p_ =                                                                       \
+          PACKED ? wgu + ((uint64_t)(mg_ * MW + q_) * GU_KSTEPS + st_ % GU_KSTEPS) * 512 + 8 * L \
+                 : wgu + (uint64_t)((mg_ * MW + q_) * 8 + (L >> 2)) * MOE_HIDDEN + k_ + 8 * (L & 3); \
       a[Li][slot][q_][0] = ld_stream(p_);                                                        \
-      a[Li][slot][q_][1] = ld_stream(p_ + (uint64_t)MOE_INTER * MOE_HIDDEN);                     \
+      a[Li][slot][q_][1] = ld_stream(p_ + (PACKED ? 256 : (uint64_t)MOE_INTER * MOE_HIDDEN));    \
     }                                                                                            \
   } while (0)
 /* Slot `slot` <- the token rows of step `step` (the same for every m-tile). */
@@ -505,11 +526,6 @@ GU_STAGED_(7, MOE_GU_STAGED_RING)
 #endif
 #endif
 
-/* Timing probes with wrong results (bench/moe, where the time goes):
-   MOE_PROBE=1 skips down's GEMM, 2 skips gate_up's. */
-#ifndef MOE_PROBE
-#define MOE_PROBE 0
-#endif
 
 void moe_gate_up(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
@@ -519,7 +535,8 @@ void moe_gate_up(const df_ctx *ctx) {
   const uint16_t *x = df_ctx_tensor(ctx, T_X);
   const int32_t *tokens = (const int32_t *)df_ctx_tensor(ctx, T_TOKENS) + tk.start;
   const uint16_t *wgu = (const uint16_t *)df_ctx_tensor(ctx, T_WGU) +
-                        ((uint64_t)tk.expert * 2 * MOE_INTER + col0) * MOE_HIDDEN;
+                        ((uint64_t)tk.expert * 2 * MOE_INTER + (PACKED ? 2 : 1) * col0) *
+                            MOE_HIDDEN; /* packed: the shard's m-tiles hold gate and up rows */
   uint16_t *out = df_ctx_output(ctx);
   uint32_t nt = ntiles(tk.count), lane_ = LANE_ID(ctx);
   (void)lane_;
@@ -673,9 +690,11 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
   do {                                                                                           \
     uint32_t st_ = (step), mt_ = w + nw * (st_ / DN_KSTEPS), k_ = (st_ % DN_KSTEPS) * 32;       \
     FOR_LANES(L, Li) {                                                                           \
-      const uint16_t *p_ = wd + (uint64_t)(mt_ * 16 + (L >> 2)) * MOE_INTER + k_ + 8 * (L & 3);  \
+      const uint16_t *p_ =                                                                       \
+          PACKED ? wd + ((uint64_t)mt_ * DN_KSTEPS + st_ % DN_KSTEPS) * 512 + 8 * L               \
+                 : wd + (uint64_t)(mt_ * 16 + (L >> 2)) * MOE_INTER + k_ + 8 * (L & 3);          \
       a[Li][slot][0] = ld_stream(p_);                                                            \
-      a[Li][slot][1] = ld_stream(p_ + 8 * MOE_INTER);                                            \
+      a[Li][slot][1] = ld_stream(p_ + (PACKED ? 256 : 8 * MOE_INTER));                           \
     }                                                                                            \
   } while (0)
 /* Slot `slot` <- the gathered h of step `step`: chunk kk % ICHUNKS of part
