@@ -359,6 +359,7 @@ def main() -> int:
                 packed = layout.is_file() and layout.read_text().strip() == "packed"
                 if packed and not packed_weights:
                     packed_weights.extend(pack_weights(*w) for w in weights)
+                    torch.cuda.synchronize()  # packed on torch's stream, read on libdfrt's
                 for s in range(a.sets):
                     wgu, wd = (packed_weights if packed else weights)[s]
                     df.bind([(xs[s].data_ptr(), "bfloat16", (T, H)),

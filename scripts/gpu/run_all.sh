@@ -1,20 +1,9 @@
 #!/usr/bin/env bash
 # Every GPU bench and proof of the repo in one call on the lent H200, over
-# carries made here beforehand (each step is skipped when its carry is
-# missing):
-#   bash bench/attention/make_carry.sh build-bench-carry
-#   bash bench/overhead/make_carry.sh build-overhead-carry
-#   bench/moe/make_moe_carry.sh build-moe-carry
-#     (run P's shipped MoE rows: MOE_VARIANTS="c4x120:120:4 c2:132:2", then
-#     MOE_TOKENS="512 1024" MOE_VARIANTS="c4x120td:120:4"
-#     MOE_CFLAGS=-DMOE_GU_RING=3,4,4,3,4,4,3,2,2,3,2,1, then MOE_TOKENS=1024
-#     MOE_TILE=48 MOE_GU_STAGE=8 MOE_CFLAGS=-DMOE_NT6
-#     MOE_VARIANTS="c2s6t48:132:2", then MOE_TOKENS="128 256 512"
-#     MOE_CFLAGS=-DMOE_NT6 MOE_VARIANTS="c4x120n6:120:4", all into
-#     build-moe-carry)
-#   DF_BIN=build/bin scripts/gpu/make_fusion_carry.sh .gpu-fuse 1024
-#   DF_BIN=build/bin scripts/gpu/make_ring_carry.sh .gpu-ring
-# then, on the GPU machine (carry all five):
+# carries made here beforehand by scripts/gpu/make_all_carries.sh (each
+# step is skipped when its carry is missing): build-bench-carry,
+# build-overhead-carry, build-moe-carry (the shipped MoE rows, listed
+# there), .gpu-fuse and .gpu-ring; then, on the GPU machine:
 #   OUT=$OUT bash scripts/gpu/run_all.sh
 # Leaves attention/, overhead/, moe/, fusion/ and ring/ under $OUT and
 # prints each step's table; the exit status counts failed steps.

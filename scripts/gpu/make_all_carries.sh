@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# On the CPU machine: every carry scripts/gpu/run_all.sh runs, plus the
+# runtime smoke test's, the same way in every session:
+#   build-bench-carry     decode attention: each case's plan and the
+#                         alternatives worth a row (the others are removed
+#                         after make_carry.sh: see PRUNE)
+#   build-overhead-carry  runtime overhead microbenchmarks
+#   build-moe-carry       fused MoE: the shipped rows (MOE_ROWS below)
+#   .gpu-fuse, .gpu-ring  fusion parity and ring proofs
+#   .gpu-smoke            libdfrt smoke test (test/lit/Runtime/Inputs)
+# usage: DF_BIN=build/bin scripts/gpu/make_all_carries.sh
+#   then, on the GPU machine (carry all six):
+#   OUT=$OUT/all bash scripts/gpu/run_all.sh; .gpu-smoke/gpu_smoke .gpu-smoke/kernel.ptx
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+export DF_BIN="${DF_BIN:-$root/build/bin}"
+
+rm -rf build-bench-carry build-overhead-carry build-moe-carry .gpu-fuse .gpu-ring .gpu-smoke
+bash bench/attention/make_carry.sh build-bench-carry
+# Alternatives measured in earlier runs and not re-run every time
+# (bench/README.md says which run measured each); removed to keep the
+# carry under the device tool's 64 MiB.
+PRUNE='*.fuse.* *.spread.* *.loop.* u1x128k.even.fan4.* u1x128k.even264* u1x128k.even66*
+  *.l2hint.* *.b2048.* *.b3072.* s16.b4096.* u8x32k.st2.* u8x32k.st3.* *.noskip.* *.fan0.*
+  *.fan8.* *.table.* *.b4096.* *.direct.*'
+(cd build-bench-carry && for p in $PRUNE; do rm -f $p; done)
+bash bench/overhead/make_carry.sh build-overhead-carry
+
+# MoE: run P's rows (register layout) and run Q's fragment-packed rows
+# (bench/moe/README.md), side by side.
+moe() { # NAME:SMS:CLUSTER TOKENS [VAR=VALUE...]
+  local variant=$1 tokens=$2
+  shift 2
+  env "$@" MOE_TOKENS="$tokens" MOE_VARIANTS="$variant" bash bench/moe/make_moe_carry.sh build-moe-carry
+}
+td=-DMOE_GU_RING=3,4,4,3,4,4,3,2,2,3,2,1
+moe c4x120:120:4 "128 256 512 1024"
+moe c4x120td:120:4 "512 1024" MOE_CFLAGS="$td"
+moe c2s6t48:132:2 1024 MOE_TILE=48 MOE_GU_STAGE=8 MOE_CFLAGS=-DMOE_NT6
+moe c4x120n6:120:4 "128 256 512" MOE_CFLAGS=-DMOE_NT6
+moe c4x120n6pkr4:120:4 128 MOE_PACKED=1 "MOE_CFLAGS=-DMOE_NT6 -DMOE_GU_RING=1,4,4,1,4,4,1,4,2,3,2,1"
+moe c4x120n6pk:120:4 "256 512" MOE_PACKED=1 MOE_CFLAGS=-DMOE_NT6
+moe c4x120tdpk:120:4 512 MOE_PACKED=1 MOE_CFLAGS="$td"
+moe c2s6t48pk:132:2 1024 MOE_PACKED=1 MOE_TILE=48 MOE_GU_STAGE=8 MOE_CFLAGS=-DMOE_NT6
+
+scripts/gpu/make_fusion_carry.sh .gpu-fuse 1024
+scripts/gpu/make_ring_carry.sh .gpu-ring
+sh test/lit/Runtime/Inputs/gpu_smoke_build.sh build .gpu-smoke
+du -sh build-bench-carry build-overhead-carry build-moe-carry .gpu-fuse .gpu-ring .gpu-smoke
