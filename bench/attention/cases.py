@@ -14,7 +14,6 @@ skewed batches, and the case's plan with the staged partial handler,
 measures on the same inputs.
 
 usage: cases.py OUT.json   (also prints one line per case)"""
-import contextlib
 import heapq
 import json
 import math
@@ -150,20 +149,6 @@ def choose_at(sms, task_lens, schedules=tuple(SCHEDULES)):
         return choose(task_lens, schedules)
     finally:
         SMS, SM_BYTES_PER_US = saved
-
-
-@contextlib.contextmanager
-def kv_heads(heads):
-    """The model for tasks of `heads` KV heads (handlers built with
-    -DGQA_HEADS): each key row and each partial's output `heads` times
-    larger, the same fixed cost per partial."""
-    global ROW_BYTES, INTER_BYTES
-    saved = ROW_BYTES, INTER_BYTES
-    ROW_BYTES, INTER_BYTES = ROW_BYTES * heads, INTER_BYTES * heads
-    try:
-        yield
-    finally:
-        ROW_BYTES, INTER_BYTES = saved
 
 
 def choose(task_lens, schedules=tuple(SCHEDULES), blocks=None):
@@ -317,22 +302,6 @@ def cases():
                 if b != c["block"]:
                     alt(f".b{b}", c["schedule"], b, makespan(tl, b, *SCHEDULES[c["schedule"]])[0],
                         c["opts"])
-        if c["name"] in HEADS_CASES:
-            # tasks of H KV heads (handlers built with -DGQA_HEADS=H, the
-            # program's GqaInter H times larger, task domain (seq, 8 / H
-            # groups)): fewer, longer partials, each CTA reading H
-            # adjacent 256-byte pieces of a K/V row. Block and schedule by
-            # the model at H times the bytes per key. Run Q: slower in
-            # every case (a warp per head streams ~20 % slower per SM,
-            # and H KB inputs make the combines slower), kept as a
-            # measured alternative for two cases.
-            for H in HEADS:
-                th = [n for n in lens for _ in range(HKV // H)]
-                with kv_heads(H):
-                    block, sched, t = choose(th)
-                alt(f".h{H}", f"{sched}, {H} KV heads per task", block, t,
-                    sched_opts(*SCHEDULES[sched]) + f" reduce-fan-in={FAN_IN}"
-                    + " skip-unary-reduce=true", heads=H)
         if c["name"] == "u1x128k" and os.environ.get("CASES_PROBES"):
             # timing probe, wrong results (CASES_PROBES=1 only): the
             # partial spins 125 us instead of streaming (run M)
@@ -356,8 +325,6 @@ def cases():
 
 
 FAN_IN = 4        # most inputs per reduce (df-schedule reduce-fan-in)
-HEADS = (2, 8)    # KV heads per task of the .hH alternatives
-HEADS_CASES = ("u8x4k", "s32")
 # Cases whose block is set by measurement, not by the model: s32 at 3072
 # ran 4-6 % faster than the model's 4096 in every call that had both
 # (run J 86.6/90.5, run K 86.3/91.8, run M 85.7/90.8 and 89.2/94.1 us); the

@@ -25,30 +25,22 @@ gqa="$root/examples/attention_gqa"
 python3 - "$dir/cases.json" >"$tmp/list" <<'PY'
 import json, sys
 for c in json.load(open(sys.argv[1])):
+    per_task = ",".join(str(n) for n in c["lens"] for _ in range(8))
     for p in [c] + c.get("alts", []):
-        heads = p.get("heads", 1)
-        per_task = ",".join(str(n) for n in c["lens"] for _ in range(8 // heads))
         extra = " ".join(f for f in (c["cflags"], p.get("cflags", "")) if f) or "-"
         print(p["name"], c["lmax"], p["block"], extra, p.get("workspace_bytes", 0),
               len(c["lens"]), per_task, p["opts"], p.get("passes", "") or "-",
-              p.get("translate", "") or "-", p.get("layout", "per-cta-shared=true"), heads,
-              sep="\t")
+              p.get("translate", "") or "-", p.get("layout", "per-cta-shared=true"), sep="\t")
 PY
-while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate layout heads; do
+while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate layout; do
   [ -n "${CARRY_PLANS:-}" ] && [[ ",$CARRY_PLANS," != *",$name,"* ]] && continue
   [ "$extra" = - ] && extra=""
-  [ "$heads" != 1 ] && extra="${extra:+$extra }-DGQA_HEADS=$heads"
   [ "$passes" = - ] && passes=""
   [ "$translate" = - ] && translate=""
   bc="$tmp/gqa_$lmax${extra//[^A-Za-z0-9]/_}.bc"
   # shellcheck disable=SC2086 # extra: compiler flags of a variant
   [ -e "$bc" ] || clang-22 "${cflags[@]}" -DGQA_LMAX="${lmax}u" $extra "$gqa/attention_gqa_handlers.c" -o "$bc"
   prog="$gqa/attention_gqa.mlir"
-  if [ "$heads" != 1 ]; then
-    # tasks of HEADS KV heads: the program with a GqaInter of 4 HEADS rows
-    prog="$tmp/attention_gqa_h$heads.mlir"
-    [ -e "$prog" ] || gqa_heads_program "$gqa/attention_gqa.mlir" "$heads" >"$prog"
-  fi
   if [ "$ws" != 0 ]; then
     # The staged partial (-DKV_STAGES) keeps its K/V ring in the handler
     # workspace: a copy of the program whose partial declares it.
@@ -56,7 +48,7 @@ while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate
     [ -e "$prog" ] || workspace_program "$gqa/attention_gqa.mlir" gqa_partial "$ws" >"$prog"
   fi
   KERNEL_OPTS="$translate" plan_files "$name" "$prog" "$bc" \
-    "sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,$((8 / heads)) policy=round_robin reduce-strategy=all_at_once $opts" \
+    "sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once $opts" \
     "$layout" "$passes"
   echo "$name: $("$bin/df-translate" --df-plan-dump "$dir/$name.dfplan" | grep -E "^counts|^  shared_memory_bytes" \
     | sed -E 's/ (slots|args|input_slots|task_coords|handlers|primary_handlers|operators|types)=[0-9]+//g' | tr '\n' ' ')"

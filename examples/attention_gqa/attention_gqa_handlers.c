@@ -10,12 +10,10 @@
      O f32[seqs][HQ][D]                   output
    GQA_LMAX (compile-time, default 32768) is the KV capacity per sequence.
    Query head hq reads KV head hq / G (G = HQ / HKV = 4 consecutive heads).
-   Task (seq, kv_head): the G query heads of one KV head; built with
-   -DGQA_HEADS=H, task (seq, kv_group): the GH = G * H query heads of KV
-   heads H kv_group .. H kv_group + H - 1.
+   Task (seq, kv_head): the G query heads of one KV head.
 
-   GqaInter {lse f32[GH]; o f16[GH][D]}: lse at byte 0, o at byte 4 GH
-   (REFERENCE 1.4), 1040 H bytes; o is normalised, lse natural-log.
+   GqaInter {lse f32[G]; o f16[G][D]}: lse at byte 0, o at byte 16
+   (REFERENCE 1.4), 1040 bytes; o is normalised, lse natural-log.
 
    GPU partial (sm_90, tensor cores): each warp takes 16-key steps of the
    block; per step every lane issues 16 coalesced 16-byte loads of K and V
@@ -54,28 +52,14 @@
    10-17 % slower (bench/README.md). */
 #define AHEAD 0
 #endif
-#ifndef GQA_HEADS
-/* KV heads per task (1, 2, 4 or 8): the task domain is (seq, kv group of
-   GQA_HEADS heads), each task the GH = G * GQA_HEADS consecutive query
-   heads of its group. Wider tasks mean fewer, longer partials per byte
-   streamed and contiguous GQA_HEADS x 256-byte pieces of each K/V row per
-   CTA (README.md, "Heads per task"). */
-#define GQA_HEADS 1
-#endif
-_Static_assert(GQA_HEADS == 1 || GQA_HEADS == 2 || GQA_HEADS == 4 || GQA_HEADS == 8,
-               "GQA_HEADS divides the 8 KV heads");
-#if defined(KV_STAGES) && GQA_HEADS != 1
-#error "the staged partial (KV_STAGES) takes one KV head per task"
-#endif
-#define GH (G * GQA_HEADS) /* query heads per task */
 
 typedef struct gqa_inter {
-  float lse[GH];
-  _Float16 o[GH][D];
+  float lse[G];
+  _Float16 o[G][D];
 } gqa_inter;
 
-_Static_assert(__builtin_offsetof(gqa_inter, o) == 4 * GH, "o follows lse (REFERENCE 1.4)");
-_Static_assert(sizeof(gqa_inter) == 260 * GH, "GqaInter is 1040 bytes per KV head");
+_Static_assert(__builtin_offsetof(gqa_inter, o) == 16, "o follows lse[4] (REFERENCE 1.4)");
+_Static_assert(sizeof(gqa_inter) == 1040, "GqaInter is 1040 bytes");
 
 static inline uint64_t kv_row(uint32_t seq, uint32_t pos, uint32_t hk) {
   return (((uint64_t)seq * GQA_LMAX + pos) * HKV + hk) * D;
@@ -246,77 +230,18 @@ static inline void step(warp_state *st, const uint32_t *k, const uint32_t *v, co
 }
 
 #ifndef KV_STAGES
-/* One warp's stream of KV head hk over its steps of [begin, end): steps
-   begin + STEP * (lane_w + k * wph), k = 0, 1, ...; the result stays in
-   st. Two register buffers: the next step's loads in flight while this
-   one computes (the branches depend on the warp only). */
-static inline __attribute__((always_inline)) void stream_head(
-    warp_state *st, const _Float16 *Q, const _Float16 *Kt, const _Float16 *Vt, uint32_t seq,
-    uint32_t hk, uint32_t begin, uint32_t end, uint32_t lane_w, uint32_t wph, uint32_t lane) {
-  const uint32_t g = lane >> 2, t = lane & 3;
-  /* Q as the A fragments (rows g < G are heads; rows 4..15 are zero). */
-  uint32_t qf[16];
-  if (g < G) {
-    const _Float16 *q = Q + ((uint64_t)seq * HQ + hk * G + g) * D;
-    _Pragma("unroll") for (int j = 0; j < 4; j++) ldg16(q + (4 * j + t) * 8, qf + 4 * j);
-  } else {
-    _Pragma("unroll") for (int i = 0; i < 16; i++) qf[i] = 0;
-  }
-  st->m = -__builtin_inff();
-  st->l = 0.0f;
-  _Pragma("unroll") for (int mt = 0; mt < 8; mt++)
-    _Pragma("unroll") for (int e = 0; e < 4; e++) st->o[mt][e] = 0.0f;
-  const uint32_t stride = STEP * wph, last = end - 1;
-  uint32_t ka[32], va[32], kb[32], vb[32];
-  uint32_t pos = begin + STEP * lane_w;
-  if (pos < end) {
-    load_step(ka, va, Kt, Vt, pos, last, g, t);
-    if (AHEAD)
-      _Pragma("unroll") for (uint32_t a = 1; a < AHEAD; a++)
-        prefetch_step(Kt, Vt, pos + a * stride, end, lane);
-  }
-  while (pos < end) {
-    uint32_t p1 = pos + stride;
-    if (AHEAD)
-      prefetch_step(Kt, Vt, pos + AHEAD * stride, end, lane);
-    if (p1 < end)
-      load_step(kb, vb, Kt, Vt, p1, last, g, t);
-    step(st, ka, va, qf, pos, end, t);
-    if (p1 >= end)
-      break;
-    uint32_t p2 = p1 + stride;
-    if (AHEAD)
-      prefetch_step(Kt, Vt, p1 + AHEAD * stride, end, lane);
-    if (p2 < end)
-      load_step(ka, va, Kt, Vt, p2, last, g, t);
-    step(st, kb, vb, qf, p1, end, t);
-    pos = p2;
-  }
-  st->l += bfly(st->l, 1);
-  st->l += bfly(st->l, 2);
-}
-
-/* The partial. Warps split over the task's GQA_HEADS KV heads: with at
-   least as many warps as heads, wph = warps / GQA_HEADS warps per head
-   take its steps in turn (one round); with fewer, each warp takes one
-   head per round. After each round the warps of a head merge through
-   static shared memory in a fixed order (bitwise reproducible). */
 void gqa_partial(const df_ctx *ctx) {
-  const uint32_t seq = df_ctx_task_coord(ctx, 0);
-  const uint32_t hk0 = df_ctx_task_coord(ctx, 1) * GQA_HEADS;
+  const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
   const uint32_t begin = df_ctx_range_begin(ctx), end = df_ctx_range_end(ctx);
   const _Float16 *Q = (const _Float16 *)df_ctx_tensor(ctx, 0);
-  const _Float16 *K = (const _Float16 *)df_ctx_tensor(ctx, 1);
-  const _Float16 *V = (const _Float16 *)df_ctx_tensor(ctx, 2);
+  const _Float16 *Kt = (const _Float16 *)df_ctx_tensor(ctx, 1) + kv_row(seq, 0, hk);
+  const _Float16 *Vt = (const _Float16 *)df_ctx_tensor(ctx, 2) + kv_row(seq, 0, hk);
   gqa_inter *out = df_ctx_output(ctx);
   const uint32_t tid = df_ctx_thread(ctx);
   uint32_t warps = df_ctx_threads(ctx) >> 5;
   warps = warps > MAX_WARPS ? MAX_WARPS : warps;
   const uint32_t warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  /* warps per head, heads per round */
-  const uint32_t wph = warps >= GQA_HEADS ? warps / GQA_HEADS : 1u;
-  const uint32_t hpr = warps >= GQA_HEADS ? GQA_HEADS : warps ? warps : 1u;
-  const bool active = warp < wph * hpr;
+  const bool active = warp < warps;
 #ifdef PARTIAL_SPIN_NS
   /* Timing probe (bench/README.md, run M; results are wrong): instead of
      reading K/V the partial waits PARTIAL_SPIN_NS ns per 8192 keys and
@@ -330,56 +255,92 @@ void gqa_partial(const df_ctx *ctx) {
     do
       __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
     while (t1 - t0 < ns);
-    for (uint32_t i = tid; i < GH * D; i += df_ctx_threads(ctx))
+    for (uint32_t i = tid; i < G * D; i += df_ctx_threads(ctx))
       out->o[i / D][i % D] = (_Float16)0.0f;
-    if (tid < GH)
+    if (tid < G)
       out->lse[tid] = 0.0f;
     df_ctx_barrier(ctx);
     return;
   }
 #endif
 
-  for (uint32_t h0 = 0; h0 < GQA_HEADS; h0 += hpr) {
-    warp_state st;
-    const uint32_t hl = h0 + warp / wph; /* this warp's head in the task */
-    if (active && hl < GQA_HEADS) {
-      const uint64_t row0 = kv_row(seq, 0, hk0 + hl);
-      stream_head(&st, Q, K + row0, V + row0, seq, hk0 + hl, begin, end, warp % wph, wph, lane);
-      if (t == 0 && g < G) {
-        red_m[warp][g] = st.m;
-        red_l[warp][g] = st.l;
-      }
-      if (t < 2)
-        _Pragma("unroll") for (int mt = 0; mt < 8; mt++) {
-          uint32_t da = 8 * g + mt, db = 64 + 8 * g + mt;
-          red_o[warp][2 * t][da] = st.o[mt][0];
-          red_o[warp][2 * t + 1][da] = st.o[mt][1];
-          red_o[warp][2 * t][db] = st.o[mt][2];
-          red_o[warp][2 * t + 1][db] = st.o[mt][3];
-        }
-    }
-    df_ctx_barrier(ctx);
-    /* Each head's warps in a fixed order: deterministic. */
-    const uint32_t heads = GQA_HEADS - h0 < hpr ? GQA_HEADS - h0 : hpr;
-    for (uint32_t idx = tid; idx < heads * G * D; idx += df_ctx_threads(ctx)) {
-      const uint32_t r = idx / (G * D), h = idx / D % G, d = idx % D;
-      const uint32_t w0 = r * wph;
-      float M = -__builtin_inff();
-      for (uint32_t w = w0; w < w0 + wph; w++)
-        M = fmaxf_(M, red_m[w][h]);
-      float L = 0.0f, O = 0.0f;
-      for (uint32_t w = w0; w < w0 + wph; w++) {
-        float a = weight(red_m[w][h], M);
-        L += red_l[w][h] * a;
-        O += red_o[w][h][d] * a;
-      }
-      const uint32_t qh = (h0 + r) * G + h;
-      out->o[qh][d] = (_Float16)(O / L);
-      if (d == 0)
-        out->lse[qh] = (M + lg2(L)) * LN2;
-    }
-    df_ctx_barrier(ctx); /* the static arrays are free for the next round or call */
+  /* Q as the A fragments (rows g < G are heads; rows 4..15 are zero). */
+  uint32_t qf[16];
+  if (g < G) {
+    const _Float16 *q = Q + ((uint64_t)seq * HQ + hk * G + g) * D;
+    _Pragma("unroll") for (int j = 0; j < 4; j++) ldg16(q + (4 * j + t) * 8, qf + 4 * j);
+  } else {
+    _Pragma("unroll") for (int i = 0; i < 16; i++) qf[i] = 0;
   }
+  warp_state st;
+  st.m = -__builtin_inff();
+  st.l = 0.0f;
+  _Pragma("unroll") for (int mt = 0; mt < 8; mt++)
+    _Pragma("unroll") for (int e = 0; e < 4; e++) st.o[mt][e] = 0.0f;
+
+  /* Warp w takes steps w, w + warps, ...: two register buffers, the next
+     step's loads in flight while this one computes (the branches depend
+     on the warp only). */
+  const uint32_t stride = STEP * warps, last = end - 1;
+  uint32_t ka[32], va[32], kb[32], vb[32];
+  uint32_t pos = begin + STEP * warp;
+  if (active && pos < end) {
+    load_step(ka, va, Kt, Vt, pos, last, g, t);
+    if (AHEAD)
+      _Pragma("unroll") for (uint32_t a = 1; a < AHEAD; a++)
+        prefetch_step(Kt, Vt, pos + a * stride, end, lane);
+  }
+  while (active && pos < end) {
+    uint32_t p1 = pos + stride;
+    if (AHEAD)
+      prefetch_step(Kt, Vt, pos + AHEAD * stride, end, lane);
+    if (p1 < end)
+      load_step(kb, vb, Kt, Vt, p1, last, g, t);
+    step(&st, ka, va, qf, pos, end, t);
+    if (p1 >= end)
+      break;
+    uint32_t p2 = p1 + stride;
+    if (AHEAD)
+      prefetch_step(Kt, Vt, p1 + AHEAD * stride, end, lane);
+    if (p2 < end)
+      load_step(ka, va, Kt, Vt, p2, last, g, t);
+    step(&st, kb, vb, qf, p1, end, t);
+    pos = p2;
+  }
+  st.l += bfly(st.l, 1);
+  st.l += bfly(st.l, 2);
+  if (active) {
+    if (t == 0 && g < G) {
+      red_m[warp][g] = st.m;
+      red_l[warp][g] = st.l;
+    }
+    if (t < 2)
+      _Pragma("unroll") for (int mt = 0; mt < 8; mt++) {
+        uint32_t da = 8 * g + mt, db = 64 + 8 * g + mt;
+        red_o[warp][2 * t][da] = st.o[mt][0];
+        red_o[warp][2 * t + 1][da] = st.o[mt][1];
+        red_o[warp][2 * t][db] = st.o[mt][2];
+        red_o[warp][2 * t + 1][db] = st.o[mt][3];
+      }
+  }
+  df_ctx_barrier(ctx);
+  /* Warps in a fixed order: deterministic. */
+  for (uint32_t idx = tid; idx < G * D; idx += df_ctx_threads(ctx)) {
+    uint32_t h = idx / D, d = idx % D;
+    float M = -__builtin_inff();
+    for (uint32_t w = 0; w < warps; w++)
+      M = fmaxf_(M, red_m[w][h]);
+    float L = 0.0f, O = 0.0f;
+    for (uint32_t w = 0; w < warps; w++) {
+      float a = weight(red_m[w][h], M);
+      L += red_l[w][h] * a;
+      O += red_o[w][h][d] * a;
+    }
+    out->o[h][d] = (_Float16)(O / L);
+    if (d == 0)
+      out->lse[h] = (M + lg2(L)) * LN2;
+  }
+  df_ctx_barrier(ctx); /* the static arrays are free for the next call */
 }
 #else /* KV_STAGES: K/V through a shared-memory ring (cp.async) */
 
@@ -608,15 +569,14 @@ static inline float flog(float x) { return logf(x); }
 
 void gqa_partial(const df_ctx *ctx) {
   if (df_ctx_thread(ctx) == 0) {
-    const uint32_t seq = df_ctx_task_coord(ctx, 0), hq0 = df_ctx_task_coord(ctx, 1) * GH;
+    const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
     const uint32_t begin = df_ctx_range_begin(ctx), end = df_ctx_range_end(ctx);
     const _Float16 *Q = (const _Float16 *)df_ctx_tensor(ctx, 0);
     const _Float16 *K = (const _Float16 *)df_ctx_tensor(ctx, 1);
     const _Float16 *V = (const _Float16 *)df_ctx_tensor(ctx, 2);
     gqa_inter *out = df_ctx_output(ctx);
-    for (uint32_t h = 0; h < GH; h++) {
-      const uint32_t hk = (hq0 + h) / G;
-      const _Float16 *q = Q + ((uint64_t)seq * HQ + hq0 + h) * D;
+    for (int h = 0; h < G; h++) {
+      const _Float16 *q = Q + ((uint64_t)seq * HQ + hk * G + h) * D;
       float m = -INFINITY, l = 0.0f, acc[D] = {0};
       for (uint32_t j = begin; j < end; j++) {
         const _Float16 *k = K + kv_row(seq, j, hk), *v = V + kv_row(seq, j, hk);
@@ -644,8 +604,8 @@ void gqa_partial(const df_ctx *ctx) {
 
    On the GPU, up to COMBINE_FAST inputs (every reduce of a reduce-fan-in
    plan) take three steps with a block barrier between them: thread i
-   resolves input i once and copies its GH lse values to shared memory;
-   thread h < GH turns lse column h into the weights, their sum and the
+   resolves input i once and copies its G lse values to shared memory;
+   thread h < G turns lse column h into the weights, their sum and the
    output lse; then every thread combines two adjacent o elements of one
    head, its n input loads independent of each other. Run O: the combine
    of 4 inputs took 2.2 us with the table of run M (-DCOMBINE_TABLE, kept
@@ -659,8 +619,8 @@ void gqa_partial(const df_ctx *ctx) {
 typedef const gqa_inter *gqa_in_ptr; /* the table holds generic pointers */
 static __attribute__((address_space(3))) gqa_in_ptr comb_in[COMBINE_FAST];
 #ifndef COMBINE_TABLE
-static __attribute__((address_space(3))) float comb_w[COMBINE_FAST][GH]; /* lse, then weights */
-static __attribute__((address_space(3))) float comb_sum[GH];
+static __attribute__((address_space(3))) float comb_w[COMBINE_FAST][G]; /* lse, then weights */
+static __attribute__((address_space(3))) float comb_sum[G];
 #endif
 #endif
 
@@ -686,7 +646,7 @@ static inline float max_lse(const df_ctx *ctx, uint32_t n, uint32_t h, bool tabl
 static inline __attribute__((always_inline)) void combine(const df_ctx *ctx, uint32_t n,
                                                           bool table) {
   gqa_inter *out = df_ctx_output(ctx);
-  for (uint32_t idx = df_ctx_thread(ctx); idx < GH * D; idx += df_ctx_threads(ctx)) {
+  for (uint32_t idx = df_ctx_thread(ctx); idx < G * D; idx += df_ctx_threads(ctx)) {
     uint32_t h = idx / D, d = idx % D;
     float mx = max_lse(ctx, n, h, table), sum = 0.0f, acc = 0.0f;
     for (uint32_t i = 0; i < n; i++) {
@@ -698,23 +658,23 @@ static inline __attribute__((always_inline)) void combine(const df_ctx *ctx, uin
     out->o[h][d] = (_Float16)(acc / sum);
   }
   /* lse after every o: the output may alias an input whose lse is read.
-     Threads stride over the GH heads (a CTA may have fewer than GH threads:
+     Threads stride over the G heads (a CTA may have fewer than G threads:
      the host backend runs one by default). */
-  float lse[GH];
-  for (uint32_t h = df_ctx_thread(ctx); h < GH; h += df_ctx_threads(ctx)) {
+  float lse[G];
+  for (uint32_t h = df_ctx_thread(ctx); h < G; h += df_ctx_threads(ctx)) {
     float mx = max_lse(ctx, n, h, table), sum = 0.0f;
     for (uint32_t i = 0; i < n; i++)
       sum += fexp(comb_input(ctx, i, table)->lse[h] - mx);
     lse[h] = mx + flog(sum);
   }
   df_ctx_barrier(ctx); /* after it the table is free too */
-  for (uint32_t h = df_ctx_thread(ctx); h < GH; h += df_ctx_threads(ctx))
+  for (uint32_t h = df_ctx_thread(ctx); h < G; h += df_ctx_threads(ctx))
     out->lse[h] = lse[h];
   df_ctx_barrier(ctx);
 }
 
 #if defined(COMBINE_FAST) && !defined(COMBINE_TABLE)
-/* The three-step combine (n <= COMBINE_FAST, at least COMBINE_FAST and GH
+/* The three-step combine (n <= COMBINE_FAST, at least COMBINE_FAST
    threads). The output may alias an input: every lse is read in step 1,
    before step 2 writes the output's, and each o element is read and
    written by one thread. */
@@ -725,12 +685,12 @@ static inline __attribute__((always_inline)) void combine_steps(const df_ctx *ct
   if (t < n) {
     const gqa_inter *p = df_ctx_input(ctx, t);
     comb_in[t] = p;
-    float l[GH];
-    _Pragma("unroll") for (int h = 0; h < GH; h++) l[h] = p->lse[h];
-    _Pragma("unroll") for (int h = 0; h < GH; h++) comb_w[t][h] = l[h];
+    float l[G];
+    _Pragma("unroll") for (int h = 0; h < G; h++) l[h] = p->lse[h];
+    _Pragma("unroll") for (int h = 0; h < G; h++) comb_w[t][h] = l[h];
   }
   df_ctx_barrier(ctx);
-  if (t < GH) {
+  if (t < G) {
     float mx = -__builtin_inff(), sum = 0.0f;
     for (uint32_t i = 0; i < n; i++)
       mx = comb_w[i][t] > mx ? comb_w[i][t] : mx;
@@ -743,7 +703,7 @@ static inline __attribute__((always_inline)) void combine_steps(const df_ctx *ct
     out->lse[t] = mx + flog(sum);
   }
   df_ctx_barrier(ctx);
-  for (uint32_t pair = t; pair < GH * D / 2; pair += threads) {
+  for (uint32_t pair = t; pair < G * D / 2; pair += threads) {
     const uint32_t h = pair / (D / 2), d = 2 * (pair % (D / 2));
     float acc0 = 0.0f, acc1 = 0.0f;
     _Pragma("unroll 4") for (uint32_t i = 0; i < n; i++) {
@@ -763,7 +723,7 @@ static inline __attribute__((always_inline)) void combine_steps(const df_ctx *ct
 void gqa_combine(const df_ctx *ctx) {
   const uint32_t n = df_ctx_input_count(ctx);
 #ifdef COMBINE_FAST
-  if (n <= COMBINE_FAST && df_ctx_threads(ctx) >= COMBINE_FAST && df_ctx_threads(ctx) >= GH) {
+  if (n <= COMBINE_FAST && df_ctx_threads(ctx) >= COMBINE_FAST) {
 #ifdef COMBINE_TABLE
     const uint32_t t = df_ctx_thread(ctx);
     if (t < n)
@@ -779,11 +739,11 @@ void gqa_combine(const df_ctx *ctx) {
   combine(ctx, n, false);
 }
 
-/* The task's GH output rows (consecutive query heads) as f32. */
+/* The task's G output rows as f32. */
 void gqa_finalize(const df_ctx *ctx) {
   const gqa_inter *in = df_ctx_input(ctx, 0);
-  const uint32_t seq = df_ctx_task_coord(ctx, 0), grp = df_ctx_task_coord(ctx, 1);
-  float *O = (float *)df_ctx_tensor(ctx, 3) + ((uint64_t)seq * HQ + grp * GH) * D;
-  for (uint32_t idx = df_ctx_thread(ctx); idx < GH * D; idx += df_ctx_threads(ctx))
+  const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
+  float *O = (float *)df_ctx_tensor(ctx, 3) + ((uint64_t)seq * HQ + hk * G) * D;
+  for (uint32_t idx = df_ctx_thread(ctx); idx < G * D; idx += df_ctx_threads(ctx))
     O[idx] = (float)in->o[idx / D][idx % D];
 }

@@ -65,21 +65,3 @@ PY
 
 # rep N X: X repeated N times, comma-separated
 rep() { python3 -c "import sys; print(','.join([sys.argv[2]] * int(sys.argv[1])))" "$1" "$2"; }
-
-# gqa_heads_program PROGRAM HEADS: examples/attention_gqa's PROGRAM on stdout
-# for handlers built with -DGQA_HEADS=HEADS: GqaInter's lse and o of 4 HEADS
-# rows (the task domain's second axis then has 8 / HEADS KV groups).
-gqa_heads_program() {
-  python3 - "$@" <<'PY'
-import sys
-prog, heads = sys.argv[1], int(sys.argv[2])
-text = open(prog).read()
-rows = 4 * heads
-for old, new in (("tensor<4xf32>", f"tensor<{rows}xf32>"),
-                 ("tensor<4x128xf16>", f"tensor<{rows}x128xf16>")):
-    if text.count(old) != 1:
-        sys.exit(f"gqa_heads_program: {prog}: want one {old} (GqaInter's field), found {text.count(old)}")
-    text = text.replace(old, new)
-sys.stdout.write(text)
-PY
-}
