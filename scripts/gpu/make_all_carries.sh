@@ -48,3 +48,8 @@ scripts/gpu/make_fusion_carry.sh .gpu-fuse 1024
 scripts/gpu/make_ring_carry.sh .gpu-ring
 sh test/lit/Runtime/Inputs/gpu_smoke_build.sh build .gpu-smoke
 du -sh build-bench-carry build-overhead-carry build-moe-carry .gpu-fuse .gpu-ring .gpu-smoke
+# The device tool carries at most 64 MiB with the working tree.
+total=$(( $(du -sb build-bench-carry build-overhead-carry build-moe-carry .gpu-fuse .gpu-ring \
+  .gpu-smoke | awk '{s += $1} END {print s}') + $(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1) ))
+echo "carries + tracked files: $total bytes (limit $((64 << 20)))"
+[ "$total" -le $((64 << 20)) ] || { echo "make_all_carries.sh: over the device tool's 64 MiB: prune more" >&2; exit 1; }
