@@ -26,7 +26,7 @@
    [E][2][I][H] and Wd.bin bf16 [E][H][I] (uniform [-1, 1) / sqrt(fan-in)),
    and ref.npy float64 [T][H] = sum_k w_k * Wd[e_k] (SiLU(Wg x) * (Wu x))
    computed from the bf16-rounded values; with --packed the weight files
-   hold the same values in the handlers' -DMOE_PACKED layout (pack_wgu).
+   hold the same values in the handlers' -DMOE_PACKED layout (pack_tiles).
    usage: moe_fused_gen DIR --experts E --tokens T --clusters C [--tile 64]
           [--per-cluster 2] [--zipf 1.0] [--seed 1] [--hidden 2048]
           [--inter 768] [--inputs [--packed]] */
@@ -203,32 +203,22 @@ static uint16_t *bf16_fill(uint64_t seed, size_t n, double scale, double **vals)
 
 /* --packed (the handlers' -DMOE_PACKED): each warp's 16-byte loads of one
    k step of an m-tile as one 1 KB block, lane L = 4g + t holding k
-   32s + 8t .. +7 of its row. Wgu [E][I/8][H/32][2][32][8]: m-tile m of 8
-   columns, gate (0) / up (1) row 8m + g. Wd [E][H/16][I/32][2][32][8]:
-   m-tile m of 16 rows, half h: row 16m + 8h + g. */
-static uint16_t *pack_wgu(const uint16_t *w, size_t E, size_t I, size_t H) {
-  uint16_t *p = xmalloc(E * 2 * I * H * 2);
+   32s + 8t .. +7 of its row; for expert e, m-tile m, k step s, half h
+   the row is e * rows + m * m_stride + h * h_stride + g (rows of K
+   elements). Wgu [E][I/8][H/32][2][32][8]: 8 columns per m-tile, gate
+   (h = 0) and up (h = 1) rows I apart. Wd [E][H/16][I/32][2][32][8]:
+   16 rows per m-tile, h = 1 the rows 8 below. */
+static uint16_t *pack_tiles(const uint16_t *w, size_t E, size_t rows, size_t K, size_t m_stride,
+                            size_t h_stride, size_t mtiles) {
+  uint16_t *p = xmalloc(E * rows * K * 2);
   size_t n = 0;
   for (size_t e = 0; e < E; e++)
-    for (size_t m = 0; m < I / 8; m++)
-      for (size_t s = 0; s < H / 32; s++)
-        for (size_t which = 0; which < 2; which++)
-          for (size_t L = 0; L < 32; L++)
-            for (size_t i = 0; i < 8; i++)
-              p[n++] = w[((e * 2 + which) * I + 8 * m + L / 4) * H + 32 * s + 8 * (L % 4) + i];
-  return p;
-}
-
-static uint16_t *pack_wd(const uint16_t *w, size_t E, size_t H, size_t I) {
-  uint16_t *p = xmalloc(E * H * I * 2);
-  size_t n = 0;
-  for (size_t e = 0; e < E; e++)
-    for (size_t m = 0; m < H / 16; m++)
-      for (size_t s = 0; s < I / 32; s++)
+    for (size_t m = 0; m < mtiles; m++)
+      for (size_t s = 0; s < K / 32; s++)
         for (size_t h = 0; h < 2; h++)
           for (size_t L = 0; L < 32; L++)
             for (size_t i = 0; i < 8; i++)
-              p[n++] = w[(e * H + 16 * m + 8 * h + L / 4) * I + 32 * s + 8 * (L % 4) + i];
+              p[n++] = w[(e * rows + m * m_stride + h * h_stride + L / 4) * K + 32 * s + 8 * (L % 4) + i];
   return p;
 }
 
@@ -238,8 +228,8 @@ static int inputs_and_reference(const gen_opts *o, const int32_t *topk, const fl
   uint16_t *hx = bf16_fill(o->seed + 101, T * H, 1.0, &x);
   uint16_t *hgu = bf16_fill(o->seed + 102, E * 2 * I * H, 1.0 / sqrt((double)H), &wgu);
   uint16_t *hd = bf16_fill(o->seed + 103, E * H * I, 1.0 / sqrt((double)I), &wd);
-  uint16_t *pgu = o->packed ? pack_wgu(hgu, E, I, H) : NULL;
-  uint16_t *pd = o->packed ? pack_wd(hd, E, H, I) : NULL;
+  uint16_t *pgu = o->packed ? pack_tiles(hgu, E, 2 * I, H, 8, I, I / 8) : NULL;
+  uint16_t *pd = o->packed ? pack_tiles(hd, E, H, I, 16, 8, H / 16) : NULL;
   int rc = write_file(o, "X.bin", hx, T * H * 2) ||
            write_file(o, "Wgu.bin", pgu ? pgu : hgu, E * 2 * I * H * 2) ||
            write_file(o, "Wd.bin", pd ? pd : hd, E * H * I * 2);
