@@ -130,7 +130,8 @@ typedef uint32_t u32x4 __attribute__((vector_size(16)));
 #endif
 
 /* Weights: streamed once, not kept in L1; L2 fetches 256 B around each miss
-   (a warp walks 16 rows 64 bytes per k step, so the next steps hit). */
+   (plain layout: a warp walks 16 rows 64 bytes per k step, so the next
+   steps hit; packed: each load is 512 contiguous bytes). */
 static inline u32x4 ld_stream(const uint16_t *p) {
   return LD_GLOBAL_V4(".L1::no_allocate.L2::256B", p);
 }
@@ -525,7 +526,6 @@ GU_STAGED_(5, MOE_GU_STAGED_RING)
 GU_STAGED_(7, MOE_GU_STAGED_RING)
 #endif
 #endif
-
 
 void moe_gate_up(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
