@@ -164,6 +164,29 @@ def receive_lines(rs):
             f"{_spread(before_wait) if before_wait else '-'} us"]
 
 
+def after_lines(rs, least_ns=1000):
+    """Instructions whose work after the handler (H_END -> END) took at
+    least least_ns: per handler, the post-handler block barrier (H_END ->
+    POST_SYNC), the sends' copies and barrier (POST_SYNC -> SEND_MID) and
+    the releases (SEND_MID -> END), us min/median/max. Sends stamp
+    SEND_MID; without a stamp after POST_SYNC, POST_SYNC -> END counts as
+    releases."""
+    by = {}
+    for r in rs:
+        st = r["st"]
+        if st[END] - st[H_END] < least_ns:
+            continue
+        mid = st[SEND_MID] if st[SEND_MID] >= st[POST_SYNC] else st[POST_SYNC]
+        by.setdefault(r["handler"], []).append(
+            (st[POST_SYNC] - st[H_END], mid - st[POST_SYNC], st[END] - mid))
+    out = []
+    for h, xs in sorted(by.items()):
+        out.append(f"after the handler >= {_us(least_ns):.1f} us: {h} x{len(xs)}: barrier "
+                   f"{_spread([_us(x[0]) for x in xs])}, copies to the send's barrier "
+                   f"{_spread([_us(x[1]) for x in xs])}, releases {_spread([_us(x[2]) for x in xs])} us")
+    return out
+
+
 def report(name, plan, trace, ctas_used=None):
     """The report of one launch as text lines."""
     rs = rows(plan, trace)
@@ -201,6 +224,7 @@ def report(name, plan, trace, ctas_used=None):
     lines.append(f"handler time / ({n} SMs x span): {100.0 * busy / (n * span):.1f} %; "
                  f"CTAs with no instruction: {n - len(active)}")
     lines += receive_lines(rs)
+    lines += after_lines(rs)
     lines.append("critical path (latest first; us after the first TOP: top, handler begin, handler end, end):")
     for r in critical_path(rs):
         s = r["st"]
