@@ -295,14 +295,6 @@ def cases():
             block, sched, t = choose_at(2 * SMS, tl, (c["schedule"],))
             alt(".x2", sched + ", 2 CTAs/SM x 128 threads", block, t,
                 c["opts"] + f" sm-count={2 * SMS}", threads=128)
-        if c["name"] in ("s16", "s32", "s64", "u64x4k"):
-            # the case's plan with each warp asking the L2 for its first
-            # P steps of the CTA's next partial when it issues its own
-            # last loads (df_ctx_next_same; -DNEXT_PREFETCH=P): cases
-            # whose CTAs run several partials
-            for P in (2, 4):
-                alt(f".nx{P}", c["schedule"] + f", next partial's {P} steps to L2", c["block"],
-                    c["model_us"], c["opts"], cflags=f"-DNEXT_PREFETCH={P}")
         if c["name"] in ("s32", "s16"):
             # the case's schedule at other block sizes than the model's
             # choice (its per-partial cost is a guess)

@@ -52,15 +52,6 @@
    10-17 % slower (bench/README.md). */
 #define AHEAD 0
 #endif
-#ifndef NEXT_PREFETCH
-/* Warp steps of the CTA's next partial (df_ctx_next_same) that each warp
-   asks the L2 for after its own last loads, so the next call's first
-   loads hit the L2 instead of waiting on the DRAM; 0 = none. */
-#define NEXT_PREFETCH 0
-#endif
-#if NEXT_PREFETCH && defined(KV_STAGES)
-#error "NEXT_PREFETCH is for the register path only, not with KV_STAGES"
-#endif
 
 typedef struct gqa_inter {
   float lse[G];
@@ -162,41 +153,6 @@ static inline void prefetch_step(const _Float16 *Kt, const _Float16 *Vt, uint32_
     const _Float16 *p = (lane < 16 ? Kt : Vt) + (uint64_t)key * (HKV * D);
     __asm__ volatile("cp.async.bulk.prefetch.L2.global [%0], 256;" ::"l"(p) : "memory");
   }
-}
-#endif
-
-#if NEXT_PREFETCH
-/* Per warp, the CTA's next partial (df_ctx_next_same) as the offset of
-   its K/V rows from this call's and its range (end 0: none), kept here
-   rather than in registers across the partial's loop (at 255 registers
-   they spilled). Every lane writes the same values. */
-static __attribute__((address_space(3))) volatile int64_t next_delta[MAX_WARPS];
-static __attribute__((address_space(3))) volatile uint32_t next_begin[MAX_WARPS],
-    next_end[MAX_WARPS];
-
-static inline void next_note(const df_ctx *ctx, uint32_t seq, uint32_t hk, uint32_t warp) {
-  const df_abi_args *nx = df_ctx_next_same(ctx);
-  uint32_t e = 0;
-  if (nx) {
-    const uint32_t ns = df_args_task_coord(ctx, nx, 0), nh = df_args_task_coord(ctx, nx, 1);
-    next_delta[warp] = (int64_t)(kv_row(ns, 0, nh) - kv_row(seq, 0, hk));
-    next_begin[warp] = nx->range_begin;
-    e = nx->range_end;
-  }
-  next_end[warp] = e;
-}
-
-/* The first NEXT_PREFETCH steps that warp `warp` takes in the next
-   partial (gqa_partial's step order); nothing when there is none. */
-static inline void next_prefetch(const _Float16 *Kt, const _Float16 *Vt, uint32_t warp,
-                                 uint32_t warps, uint32_t lane) {
-  const uint32_t e = next_end[warp];
-  if (e == 0)
-    return;
-  const int64_t d = next_delta[warp];
-  const uint32_t b = next_begin[warp];
-  _Pragma("unroll") for (uint32_t a = 0; a < NEXT_PREFETCH; a++)
-    prefetch_step(Kt + d, Vt + d, b + STEP * (warp + a * warps), e, lane);
 }
 #endif
 
@@ -328,23 +284,6 @@ void gqa_partial(const df_ctx *ctx) {
   const uint32_t stride = STEP * warps, last = end - 1;
   uint32_t ka[32], va[32], kb[32], vb[32];
   uint32_t pos = begin + STEP * warp;
-#if NEXT_PREFETCH
-  /* Once per warp: after the step that follows its last loads (the step
-     position p with p < end <= p + stride), or at once for a warp with at
-     most one step. The next partial's rows are then in flight while this
-     call computes its last step, merges and sends. */
-  if (active)
-    next_note(ctx, seq, hk, warp);
-#define NEXT_AFTER(p)                                                                              \
-  do {                                                                                             \
-    if ((p) < end && (p) + stride >= end)                                                          \
-      next_prefetch(Kt, Vt, warp, warps, lane);                                                    \
-  } while (0)
-  if (active && pos + stride >= end)
-    next_prefetch(Kt, Vt, warp, warps, lane);
-#else
-#define NEXT_AFTER(p) ((void)0)
-#endif
   if (active && pos < end) {
     load_step(ka, va, Kt, Vt, pos, last, g, t);
     if (AHEAD)
@@ -358,7 +297,6 @@ void gqa_partial(const df_ctx *ctx) {
     if (p1 < end)
       load_step(kb, vb, Kt, Vt, p1, last, g, t);
     step(&st, ka, va, qf, pos, end, t);
-    NEXT_AFTER(p1);
     if (p1 >= end)
       break;
     uint32_t p2 = p1 + stride;
@@ -367,10 +305,8 @@ void gqa_partial(const df_ctx *ctx) {
     if (p2 < end)
       load_step(ka, va, Kt, Vt, p2, last, g, t);
     step(&st, kb, vb, qf, p1, end, t);
-    NEXT_AFTER(p2);
     pos = p2;
   }
-#undef NEXT_AFTER
   st.l += bfly(st.l, 1);
   st.l += bfly(st.l, 2);
   if (active) {

@@ -50,14 +50,6 @@ typedef struct df_ctx {
   const df_abi_args *resolved_for;
   void *resolved_input0; /* NULL when the instruction has no input */
   void *resolved_output; /* NULL when it has no output slot */
-  /* Lookahead (df_ctx_next_same): this CTA's queue, the running
-     instruction's index in it, and the plan's args bytes and task
-     coordinates (`args` and `task_coords` above may point at a staged
-     copy of one instruction's records). queue NULL: no lookahead. */
-  const df_abi_instr *queue;
-  uint32_t pc, queue_length;
-  const uint8_t *plan_args;
-  const uint32_t *plan_task_coords;
 } df_ctx;
 
 /* A handler: one function per handler id (variants included). */
@@ -140,41 +132,6 @@ DF_DEVICE_INLINE void df_ctx_barrier(const df_ctx *c) {
   if (c->host_barrier)
     c->host_barrier(c->host_user);
 #endif
-}
-
-/* Instructions df_ctx_next_same looks past the running one. */
-#define DF_CTX_LOOKAHEAD 4u
-
-/* The handler args of the next instruction on this CTA's queue that is an
-   ITER of the same handler id, looking at most DF_CTX_LOOKAHEAD
-   instructions ahead (not past EXIT); NULL when there is none or the
-   runtime gave no queue. A hint for starting the next call's memory
-   traffic early (an L2 prefetch of its first rows while this call's last
-   loads are in flight): the next call still reads its own args, and a
-   handler's results must not depend on what this returns. Its task
-   coordinates: df_args_task_coord. */
-DF_DEVICE_INLINE const df_abi_args *df_ctx_next_same(const df_ctx *c) {
-  if (!c->queue)
-    return (const df_abi_args *)0;
-  const uint32_t h = c->queue[c->pc].handler_id;
-  const df_abi_instr *found = (const df_abi_instr *)0;
-  /* Farthest first, so the nearest match wins and an EXIT hides what
-     follows it; no early exit, so the records' loads issue together. */
-  for (uint32_t d = DF_CTX_LOOKAHEAD; d >= 1; d--) {
-    const uint32_t i = c->pc + d;
-    if (i >= c->queue_length)
-      continue;
-    const df_abi_instr *r = &c->queue[i];
-    if (r->opcode == DF_ABI_OP_EXIT)
-      found = (const df_abi_instr *)0;
-    else if (r->opcode == DF_ABI_OP_ITER && r->handler_id == h)
-      found = r;
-  }
-  return found ? (const df_abi_args *)(c->plan_args + found->arg_offset) : (const df_abi_args *)0;
-}
-/* Task coordinate i of the instruction whose args df_ctx_next_same gave. */
-DF_DEVICE_INLINE uint32_t df_args_task_coord(const df_ctx *c, const df_abi_args *a, uint32_t i) {
-  return c->plan_task_coords[a->task_coord_offset + i];
 }
 
 /* The handler workspace: df_ctx_workspace_bytes bytes of this CTA's

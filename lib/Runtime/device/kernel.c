@@ -209,10 +209,6 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
 
   const df_abi_instr *queue = instructions + queue_offsets[q];
   const uint32_t length = queue_lengths[q];
-  ctx.queue = queue;
-  ctx.queue_length = length;
-  ctx.plan_args = args;
-  ctx.plan_task_coords = task_coords;
   df_chunk k;
   k.lane = rt.tid & 31u;
   k.span = (rt.threads & 31u) ? 1u : 32u;
@@ -301,7 +297,6 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
 
     if (handler_id != DF_SENTINEL) {
       ctx.args = a;
-      ctx.pc = pc;
       if (staged)
         df_rt_use_stage(&ctx);
       ctx.resolved_for = resolved ? ctx.args : (const df_abi_args *)0;

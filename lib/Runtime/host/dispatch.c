@@ -39,11 +39,6 @@ static void make_ctx(const hb_run *r, const hb_cta *c, uint32_t instr, df_ctx *c
   ctx->scratch = c->scratch;
   ctx->global_staging = r->staging;
   ctx->block_size = r->block_size;
-  ctx->queue = &k->instrs[c->q0];
-  ctx->pc = instr - c->q0;
-  ctx->queue_length = c->qlen;
-  ctx->plan_args = (const uint8_t *)k->args;
-  ctx->plan_task_coords = k->task_coords;
   if (c->workspace) {
     /* undefined at entry on the GPU: poison it so no handler relies on
        what an earlier instruction left */
