@@ -648,6 +648,36 @@ df_status df_pack(const df_plan *p, const df_pack_options *o,
                   const df_allocator *alloc, df_packed **out);
 void df_packed_destroy(df_packed *k);
 
+/* What df_packed_patch_lengths did. */
+typedef struct df_patch_result {
+  bool patched;     /* the lengths are the plan's now (records changed or already equal) */
+  uint32_t changed; /* ITER records whose range_end moved */
+  char reason[256]; /* when not patched: which task or instruction, which rule */
+} df_patch_result;
+
+/* Give a packed plan new lengths of its range in place, without
+   re-planning: each task's last block (its ITER with the largest
+   range_begin) ends at the task's new length and every other record stays
+   as it is, so the plan keeps its blocks, placement, slots, barriers and
+   comms. A decode step that adds a token per sequence needs nothing else
+   while no last block outgrows the block size: with max_last_block = the
+   plan's block size (0: no limit) a block-split plan patched this way
+   has the blocks a re-plan would cut (its placement may differ where the
+   scheduler orders by length). `lengths` has one entry per task (task
+   ids 0..count-1, as df_schedule_options' range).
+   Not patched (out->patched false, out->reason says why, records
+   untouched, DF_OK): a plan with no ranged ITER, with ITERs of two
+   ranged operators (e.g. a MoE's two maps), a fused ITER, a last block
+   that would be empty or hold more than max_last_block units, or whose
+   handler is a tile-count or exact-length variant (a fixed extent) while
+   its length changes. Re-plan then (df_schedule_replan,
+   df_rt_plan_replan). Errors (DF_EINVAL): NULL arguments, no or zero
+   lengths, a task id of the plan >= count, a task without a ranged ITER.
+   A changed plan's fingerprint is cleared (the records no longer hash to
+   it); an executable running it needs df_rt_executable_set_plan again. */
+df_status df_packed_patch_lengths(df_packed *k, const uint32_t *lengths, uint32_t count,
+                                  uint32_t max_last_block, df_patch_result *out);
+
 /* Build and check the launch package from packed records (REFERENCE 5.5). */
 df_status df_launch_package_build(const df_packed *k, df_launch_package *out);
 void df_launch_package_free(df_launch_package *l, const df_allocator *alloc);
