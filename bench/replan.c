@@ -8,6 +8,11 @@
    and df_pack as a whole (barriers + layout + records + launch package,
    no fingerprint). Prints one table of medians; the ns-per-instruction
    columns show whether a stage grows linearly with the batch.
+   A second table follows a decode loop: one draw, then 8 x steps steps
+   that each add a token to every sequence; each step patches the packed
+   plan in place (df_packed_patch_lengths, last blocks up to the block
+   size) and re-plans only when a sequence's last block would outgrow the
+   block, i.e. when it crosses a block boundary.
    Usage: bench_replan [steps [sequences...]] (default 21 steps; 64, 256
    and 1024 sequences). */
 #include <malloc.h>
@@ -86,6 +91,67 @@ static row measure(const df_program *prog, uint32_t seqs, int steps) {
   return r;
 }
 
+/* The decode loop of the second table. */
+typedef struct loop_row {
+  uint32_t steps, patched;
+  double patch_us, replan_us, mean_us;
+} loop_row;
+
+static df_packed *replan(const df_program *prog, const df_schedule_options *so,
+                         const df_pack_options *po) {
+  df_plan *plan;
+  die(df_schedule_replan(prog, so, po, &plan, NULL), "schedule");
+  df_packed *k;
+  die(df_pack(plan, po, NULL, &k), "pack");
+  df_plan_destroy(plan);
+  return k;
+}
+
+static loop_row decode_loop(const df_program *prog, uint32_t seqs, uint32_t steps) {
+  const uint32_t tasks = seqs * 8, block = 2048;
+  uint32_t *lens = malloc(sizeof *lens * tasks);
+  double *tp = malloc(sizeof(double) * steps), *tr = malloc(sizeof(double) * steps);
+  bench_rng g = {1000 + seqs};
+  df_pack_options po;
+  memset(&po, 0, sizeof po);
+  po.skip_fingerprint = true;
+  po.layout.per_cta_shared = true;
+  df_schedule_options so = bench_decode_step(&g, seqs, 32768 - steps, lens, block);
+  so.topology.sm_count = 132;
+  so.topology.cluster_size = 2;
+  df_packed *k = replan(prog, &so, &po);
+  loop_row r = {steps, 0, 0, 0, 0};
+  uint32_t np = 0, nr = 0;
+  double total = 0;
+  for (uint32_t it = 0; it < steps; it++) {
+    for (uint32_t t = 0; t < tasks; t++)
+      lens[t]++;
+    double t0 = bench_thread_cpu_us();
+    df_patch_result pr;
+    die(df_packed_patch_lengths(k, lens, tasks, block, &pr), "patch");
+    double t1 = bench_thread_cpu_us();
+    if (pr.patched) {
+      tp[np++] = t1 - t0;
+      total += t1 - t0;
+      continue;
+    }
+    df_packed_destroy(k);
+    k = replan(prog, &so, &po);
+    double t2 = bench_thread_cpu_us();
+    tr[nr++] = t2 - t1;
+    total += t2 - t0;
+  }
+  df_packed_destroy(k);
+  r.patched = np;
+  r.patch_us = np ? bench_median_upper(tp, np) : 0;
+  r.replan_us = nr ? bench_median_upper(tr, nr) : 0;
+  r.mean_us = total / steps;
+  free(tp);
+  free(tr);
+  free(lens);
+  return r;
+}
+
 int main(int argc, char **argv) {
   int steps = argc > 1 ? atoi(argv[1]) : 21;
   if (steps < 1)
@@ -106,11 +172,13 @@ int main(int argc, char **argv) {
   if (argc > 2)
     for (nb = 0; nb < 16 && (int)nb + 2 < argc; nb++)
       batches[nb] = (uint32_t)strtoul(argv[nb + 2], NULL, 10);
-  for (uint32_t i = 0; i < nb; i++) {
+  for (uint32_t i = 0; i < nb; i++)
     if (batches[i] == 0 || batches[i] > 65536) {
       fprintf(stderr, "bench_replan: sequences must be in 1..65536, got %u\n", batches[i]);
       return 2;
     }
+  double replan_us[16];
+  for (uint32_t i = 0; i < nb; i++) {
     row r = measure(prog, batches[i], steps);
     double total = r.us[SCHED] + r.us[PACK], per = 1000.0 / r.instrs;
     printf("| %u | %.0f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f "
@@ -118,6 +186,20 @@ int main(int argc, char **argv) {
            batches[i], r.instrs, r.slots, r.us[SCHED], r.us[BARRIERS], r.us[LAYOUT],
            r.us[PACK], total, r.us[SCHED] * per, r.us[BARRIERS] * per, r.us[LAYOUT] * per,
            r.us[PACK] * per, total * per);
+    replan_us[i] = total;
+  }
+  const uint32_t loop_steps = 8 * (uint32_t)steps;
+  printf("\ndecode loop: %u steps of one more token per sequence from one draw; each step "
+         "patches the plan (df_packed_patch_lengths, last block <= 2048) or, where a sequence "
+         "crosses a block boundary, re-plans (schedule + pack); thread CPU time\n\n",
+         loop_steps);
+  printf("| sequences | steps patched | patch us (median) | re-plan us (median, in the loop) | "
+         "host us per step (mean) | re-plan every step us (table above) | speed-up |\n"
+         "|---|---|---|---|---|---|---|\n");
+  for (uint32_t i = 0; i < nb; i++) {
+    loop_row l = decode_loop(prog, batches[i], loop_steps);
+    printf("| %u | %u of %u | %.1f | %.1f | %.1f | %.1f | %.1fx |\n", batches[i], l.patched,
+           l.steps, l.patch_us, l.replan_us, l.mean_us, replan_us[i], replan_us[i] / l.mean_us);
   }
   df_program_destroy(prog);
   return 0;

@@ -278,6 +278,15 @@ df_status df_rt_plan_from_program(df_rt *rt, const df_program *program,
    reloading the module. */
 df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *so,
                             const df_pack_options *po, df_rt_plan **out);
+/* New range lengths patched into `plan` in place instead of a re-plan
+   (df_packed_patch_lengths: each task's last block ends at its new
+   length; lengths has one entry per task). out->patched false (DF_OK,
+   out->reason says why, the plan untouched) means re-plan
+   (df_rt_plan_replan): e.g. with max_last_block = the block size, a
+   sequence that crossed a block boundary. Executables running the plan
+   see the new lengths after df_rt_executable_set_plan. */
+df_status df_rt_plan_patch_lengths(df_rt_plan *plan, const uint32_t *lengths, uint32_t count,
+                                   uint32_t max_last_block, df_patch_result *out);
 void df_rt_plan_destroy(df_rt_plan *plan);
 const df_packed *df_rt_plan_packed(const df_rt_plan *plan);
 /* NULL when the plan carries no program. */

@@ -135,6 +135,14 @@ df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *s
   return df_status_wrap(s, "plan: re-planning");
 }
 
+df_status df_rt_plan_patch_lengths(df_rt_plan *plan, const uint32_t *lengths, uint32_t count,
+                                   uint32_t max_last_block, df_patch_result *out) {
+  if (!plan)
+    return df_status_errorf(DF_EINVAL, "plan: NULL argument to df_rt_plan_patch_lengths");
+  return df_status_wrap(df_packed_patch_lengths(plan->packed, lengths, count, max_last_block, out),
+                        "plan: patching range lengths");
+}
+
 void df_rt_plan_destroy(df_rt_plan *plan) {
   if (!plan)
     return;

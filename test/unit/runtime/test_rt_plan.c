@@ -321,6 +321,60 @@ static bool same_records(const df_packed *a, const df_packed *b) {
    transfer tile (unless the options give one) and its `auto` memory
    choice (all_at_once needs 368 bytes for kv 300,200 on 4 SMs, streaming
    112: under 200 bytes the re-plan streams whatever the options say). */
+/* A decode step patched into the plan (df_rt_plan_patch_lengths) reaches
+   the device with set_plan; a boundary crossing is refused and leaves the
+   plan as it was; a NULL plan is an error. */
+static void patches_lengths(void **state) {
+  (void)state;
+  fake_reset();
+  rt_fixture f;
+  fx_open(&f);
+  size_t len;
+  uint8_t *bytes = seed_blob(&len);
+  df_rt_plan *p;
+  fx_ok(df_rt_plan_from_blob(f.rt, bytes, len, &p));
+  free(bytes);
+  const uint32_t kv1[2] = {300, 200};
+  df_schedule_options so = lengths(kv1, 2, 128);
+  df_rt_plan *q;
+  fx_ok(df_rt_plan_replan(p, &so, NULL, &q));
+  df_rt_plan_destroy(p);
+  df_rt_executable_options o;
+  memset(&o, 0, sizeof o);
+  o.block_size = 128;
+  df_rt_executable *e;
+  fx_ok(df_rt_executable_create(f.mod, q, &o, &e));
+  const uint32_t kv2[2] = {301, 201};
+  df_patch_result r;
+  fx_ok(df_rt_plan_patch_lengths(q, kv2, 2, 128, &r));
+  assert_true(r.patched);
+  assert_int_equal(r.changed, 2);
+  fx_ok(df_rt_executable_set_plan(e, q, NULL));
+  fx_ok(df_rt_executable_launch(e, NULL));
+  const df_packed *k = df_rt_plan_packed(q);
+  const df_abi_args *args = fake_host(fake.last_ptrs[8]);
+  assert_memory_equal(args, k->args, sizeof(df_abi_args) * k->arg_count);
+  uint32_t ends[2] = {0, 0};
+  for (uint32_t i = 0; i < k->instr_count; i++)
+    if (k->instrs[i].opcode == DF_ABI_OP_ITER) {
+      const df_abi_args *a = &args[k->instrs[i].arg_offset / sizeof(df_abi_args)];
+      if (a->range_end > ends[a->task_id])
+        ends[a->task_id] = a->range_end;
+    }
+  assert_int_equal(ends[0], 301);
+  assert_int_equal(ends[1], 201);
+  const uint32_t kv3[2] = {385, 201}; /* task 0's last block [256, 385) */
+  fx_ok(df_rt_plan_patch_lengths(q, kv3, 2, 128, &r));
+  assert_false(r.patched);
+  assert_non_null(strstr(r.reason, "task 0's last block would hold 129 range units"));
+  fx_fails(df_rt_plan_patch_lengths(NULL, kv3, 2, 128, &r), DF_EINVAL, "NULL argument");
+  fx_fails(df_rt_plan_patch_lengths(q, kv3, 1, 128, &r), DF_EINVAL,
+           "plan: patching range lengths: patch lengths: instruction");
+  df_rt_executable_destroy(e);
+  df_rt_plan_destroy(q);
+  fx_close(&f);
+}
+
 static void replans_repeat_recorded_choices(void **state) {
   (void)state;
   fake_reset();
@@ -445,6 +499,7 @@ int main(void) {
       cmocka_unit_test(from_blob_and_file),
       cmocka_unit_test(from_packed_checks),
       cmocka_unit_test(replans_with_the_same_module),
+      cmocka_unit_test(patches_lengths),
       cmocka_unit_test(replans_repeat_recorded_choices),
       cmocka_unit_test(replans_repeat_split_choice),
       cmocka_unit_test(set_plan_reuses_buffers),
