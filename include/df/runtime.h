@@ -419,6 +419,18 @@ void df_rt_executable_destroy(df_rt_executable *e);
    upload fails it refuses to launch until a plan is set successfully. */
 df_status df_rt_executable_set_plan(df_rt_executable *e, const df_rt_plan *plan,
                                     df_rt_stream *stream);
+/* A decode step's new range lengths, patched into `plan` in place
+   (df_rt_plan_patch_lengths) and, where they moved, the plan's args
+   records alone uploaded on `stream`: no re-check and no re-upload of the
+   rest, which the patch leaves as they were. `plan` must be the plan `e`
+   runs (its last successful df_rt_executable_set_plan), else DF_EINVAL.
+   Not patched (out->patched false, out->reason says why): nothing
+   changes; re-plan (df_rt_plan_replan) and set that plan. A failed
+   upload leaves the executable refusing to launch until a plan is set. */
+df_status df_rt_executable_patch_lengths(df_rt_executable *e, df_rt_plan *plan,
+                                         const uint32_t *lengths, uint32_t count,
+                                         uint32_t max_last_block, df_rt_stream *stream,
+                                         df_patch_result *out);
 
 /* Bind tensor arguments by index (REFERENCE 7.1): pack their records,
    remember their metadata for TMA validation, rebuild TMA descriptors

@@ -161,6 +161,7 @@ static df_status apply_plan(df_rt_executable *e, const df_rt_plan *plan, CUstrea
   e->params_u32[4] = cfg.block_size;
   e->params_u32[5] = 0; /* scratch_offset */
   e->plan_valid = true;
+  e->plan_id = plan->id;
   return s;
 }
 
@@ -222,6 +223,41 @@ df_status df_rt_executable_set_plan(df_rt_executable *e, const df_rt_plan *plan,
     return df_status_errorf(DF_EINVAL, "executable: NULL argument to df_rt_executable_set_plan");
   DF_TRY(dfrt_bind(e->dev));
   return apply_plan(e, plan, df_rt_stream_handle(stream));
+}
+
+df_status df_rt_executable_patch_lengths(df_rt_executable *e, df_rt_plan *plan,
+                                         const uint32_t *lengths, uint32_t count,
+                                         uint32_t max_last_block, df_rt_stream *stream,
+                                         df_patch_result *out) {
+  if (!e || !plan || !out)
+    return df_status_errorf(DF_EINVAL,
+                            "executable: NULL argument to df_rt_executable_patch_lengths");
+  if (!e->plan_valid || e->plan_id != plan->id)
+    return df_status_errorf(DF_EINVAL,
+                            "executable: df_rt_executable_patch_lengths needs the plan the "
+                            "executable runs (its last df_rt_executable_set_plan); patch another "
+                            "plan with df_rt_plan_patch_lengths and set it");
+  DF_TRY(dfrt_bind(e->dev));
+  DF_TRY(df_rt_plan_patch_lengths(plan, lengths, count, max_last_block, out));
+  if (!out->patched || out->changed == 0)
+    return df_status_ok();
+  /* Only range_end words of args records moved: the args section alone
+     goes up (the plan's structure, checked at set_plan, is unchanged). */
+  const df_packed *k = plan->packed;
+  const size_t bytes = sizeof(df_abi_args) * k->arg_count, at = e->sections[DFRT_SEC_ARGS];
+  if (at + bytes > e->plan_bytes)
+    return df_status_errorf(DF_EINTERNAL,
+                            "executable: the args section (%zu bytes at %zu) is outside the "
+                            "uploaded %zu-byte plan image",
+                            bytes, at, e->plan_bytes);
+  memcpy(e->plan_host + at, k->args, bytes);
+  df_status s = dfrt_check(e->rt,
+                           e->rt->drv.cuMemcpyHtoDAsync(e->plan_buf.ptr + at, e->plan_host + at,
+                                                        bytes, df_rt_stream_handle(stream)),
+                           "executable: plan args", "cuMemcpyHtoDAsync");
+  if (s.code != DF_OK)
+    e->plan_valid = false; /* the device args may be half new */
+  return s;
 }
 
 df_status df_rt_executable_set_tensor_metadata(df_rt_executable *e,

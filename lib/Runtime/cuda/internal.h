@@ -17,6 +17,7 @@ struct df_rt {
   df_cuda_driver drv;
   df_rt_loader loader;
   void *library; /* handle from loader.open, NULL for an injected table */
+  uint64_t plan_ids; /* the last df_rt_plan id handed out */
 };
 
 struct df_rt_device {
@@ -58,6 +59,7 @@ struct df_rt_plan {
   df_packed *packed;
   df_program *program; /* NULL when absent */
   uint32_t block_size; /* 0: unknown */
+  uint64_t id;         /* unique in its df_rt: which plan an executable runs */
 };
 
 /* Plan sections in kernel-parameter order; tensor_args, global_staging
@@ -162,6 +164,7 @@ struct df_rt_executable {
   /* current plan; plan_valid is false after a set_plan that failed while
      uploading (device buffers may no longer hold a whole plan) */
   bool plan_valid;
+  uint64_t plan_id;         /* the df_rt_plan last set (df_rt_plan.id) */
   df_launch_package launch; /* scalars only; arrays NULL */
   dfrt_launch_cfg cfg;
   dfrt_buffer plan_buf;

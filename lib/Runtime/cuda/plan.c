@@ -57,6 +57,7 @@ df_status df_rt_plan_from_packed(df_rt *rt, df_packed *packed, df_program *progr
   p->packed = packed;
   p->program = program;
   p->block_size = block_size;
+  p->id = ++rt->plan_ids;
   *out = p;
   return s;
 }

@@ -370,7 +370,43 @@ static void patches_lengths(void **state) {
   fx_fails(df_rt_plan_patch_lengths(NULL, kv3, 2, 128, &r), DF_EINVAL, "NULL argument");
   fx_fails(df_rt_plan_patch_lengths(q, kv3, 1, 128, &r), DF_EINVAL,
            "plan: patching range lengths: patch lengths: instruction");
+
+  /* Through the executable: one copy of the args section alone, which the
+     next launch reads; lengths that do not move copy nothing; a refused
+     patch copies nothing and changes nothing. */
+  const uint32_t kv4[2] = {310, 205};
+  fake_clear_calls();
+  fx_ok(df_rt_executable_patch_lengths(e, q, kv4, 2, 128, NULL, &r));
+  assert_true(r.patched);
+  assert_int_equal(r.changed, 2);
+  assert_int_equal(fake_count("cuMemcpyHtoDAsync"), 1);
+  assert_int_equal(fake_nth("cuMemcpyHtoDAsync", 0)->bytes, sizeof(df_abi_args) * k->arg_count);
+  fx_ok(df_rt_executable_launch(e, NULL));
+  args = fake_host(fake.last_ptrs[8]);
+  assert_ptr_equal(fake_host(fake_nth("cuMemcpyHtoDAsync", 0)->a[0]), args);
+  assert_memory_equal(args, k->args, sizeof(df_abi_args) * k->arg_count);
+  fake_clear_calls();
+  fx_ok(df_rt_executable_patch_lengths(e, q, kv4, 2, 128, NULL, &r));
+  assert_true(r.patched);
+  assert_int_equal(r.changed, 0);
+  fx_ok(df_rt_executable_patch_lengths(e, q, kv3, 2, 128, NULL, &r));
+  assert_false(r.patched);
+  assert_int_equal(fake_count("cuMemcpyHtoDAsync"), 0);
+  assert_memory_equal(args, k->args, sizeof(df_abi_args) * k->arg_count);
+  /* Only the plan the executable runs. */
+  df_rt_plan *other;
+  fx_ok(df_rt_plan_replan(q, &so, NULL, &other));
+  fx_fails(df_rt_executable_patch_lengths(e, other, kv4, 2, 128, NULL, &r), DF_EINVAL,
+           "needs the plan the executable runs");
+  fx_ok(df_rt_executable_set_plan(e, other, NULL));
+  fx_fails(df_rt_executable_patch_lengths(e, q, kv4, 2, 128, NULL, &r), DF_EINVAL,
+           "needs the plan the executable runs");
+  fx_ok(df_rt_executable_patch_lengths(e, other, kv4, 2, 128, NULL, &r));
+  assert_true(r.patched);
+  fx_fails(df_rt_executable_patch_lengths(NULL, other, kv4, 2, 128, NULL, &r), DF_EINVAL,
+           "NULL argument");
   df_rt_executable_destroy(e);
+  df_rt_plan_destroy(other);
   df_rt_plan_destroy(q);
   fx_close(&f);
 }
