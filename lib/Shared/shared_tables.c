@@ -81,6 +81,7 @@ static const df_shared_entry layouts[] = {
     SIZE(df_rt_executable_options), OFF(df_rt_executable_options, tma_specs),
     OFF(df_rt_executable_options, stream), SIZE(df_rt_launch_info),
     OFF(df_rt_launch_info, param_count), OFF(df_rt_launch_info, plan_bytes),
+    SIZE(df_patch_result), OFF(df_patch_result, changed), OFF(df_patch_result, reason),
 };
 
 const df_shared_entry *df_shared_constants(uint32_t *count) {

@@ -73,6 +73,10 @@ class df_rt_launch_info(Structure):
                 ("flags_bytes", c_size_t), ("staging_bytes", c_size_t), ("plan_bytes", c_size_t)]
 
 
+class df_patch_result(Structure):
+    _fields_ = [("patched", c_bool), ("changed", u32), ("reason", c_char * 256)]
+
+
 class df_rt_module_options(Structure):
     _fields_ = [("kernel_name", c_char_p), ("jit_log", c_void_p), ("jit_log_cap", c_size_t)]
 
@@ -85,7 +89,7 @@ MIRRORS = {
     "df_rt_device_info": df_rt_device_info, "df_rt_tensor": df_rt_tensor,
     "df_rt_tma_spec": df_rt_tma_spec, "df_rt_tma_binding": df_rt_tma_binding,
     "df_rt_executable_options": df_rt_executable_options,
-    "df_rt_launch_info": df_rt_launch_info,
+    "df_rt_launch_info": df_rt_launch_info, "df_patch_result": df_patch_result,
 }
 
 
@@ -109,9 +113,12 @@ def declare_runtime(dll) -> None:
         ("df_rt_plan_from_blob", S, P, c_char_p, c_size_t, pP),
         ("df_rt_plan_replan", S, P, POINTER(C.df_schedule_options), P, pP),
         ("df_rt_plan_destroy", None, P),
+        ("df_rt_plan_block_size", u32, P),
         ("df_rt_executable_create", S, P, P, POINTER(df_rt_executable_options), pP),
         ("df_rt_executable_destroy", None, P),
         ("df_rt_executable_set_plan", S, P, P, P),
+        ("df_rt_executable_patch_lengths", S, P, P, POINTER(u32), u32, u32, P,
+         POINTER(df_patch_result)),
         ("df_rt_executable_bind_tensors", S, P, P, POINTER(df_rt_tensor), u32),
         ("df_rt_executable_launch", S, P, P),
         ("df_rt_executable_launch_info", S, P, POINTER(df_rt_launch_info)),

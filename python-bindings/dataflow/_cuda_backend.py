@@ -1,8 +1,10 @@
 """Launching on a CUDA GPU through libdfrt (include/df/runtime.h): one
 session per compiled artifact and device holds the loaded PTX module, the
 base plan (from the artifact's blob, which embeds the program) and the
-executable. New range lengths re-plan through df_rt_plan_replan and switch
-the executable with df_rt_executable_set_plan (same module). Tensors in
+executable. New range lengths patch the running plan in place
+(df_rt_executable_patch_lengths) or, where that is refused, re-plan through
+df_rt_plan_replan and switch the executable with df_rt_executable_set_plan
+(same module). Tensors in
 host memory are staged through device buffers around the launch."""
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import ctypes
 import weakref
 
 from ._ctypes_rt import (DEVICE_TYPES, RT_MAX_DIMS, df_rt_executable_options,
-                         df_rt_launch_info, df_rt_module_options, df_rt_tensor)
+                         df_patch_result, df_rt_launch_info, df_rt_module_options,
+                         df_rt_tensor)
 from ._lib import DataflowError, check, error_for, runtime
 
 __all__ = ["NoCudaDriver", "runtime_context", "CudaSession"]
@@ -130,6 +133,21 @@ class CudaSession:
         if self.h.get("replanned"):
             self.dll.df_rt_plan_destroy(self.h["replanned"])
         self.h["replanned"] = out.value
+
+    def patch(self, lengths: list, block_size: int) -> bool:
+        """New range lengths (one per task) patched into the plan the
+        executable runs, only its args records uploaded
+        (df_rt_executable_patch_lengths, last blocks up to the plan's block
+        size); False, with nothing changed, where a re-plan is needed (a
+        sequence crossed a block boundary, a fixed-extent variant, ...)."""
+        plan = self.h.get("replanned") or self.h["plan"]
+        block = self.dll.df_rt_plan_block_size(plan) or block_size
+        arr = (ctypes.c_uint32 * max(1, len(lengths)))(*lengths)
+        res = df_patch_result()
+        check(self.dll.df_rt_executable_patch_lengths(self.h["exe"], plan, arr, len(lengths),
+                                                      block, None, ctypes.byref(res)),
+              "patching the range lengths")
+        return bool(res.patched)
 
     def launch_info(self) -> df_rt_launch_info:
         li = df_rt_launch_info()

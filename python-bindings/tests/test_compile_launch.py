@@ -325,16 +325,52 @@ class _FakeSession:
     def __init__(self, ptx, blob, *, block_size, device=0):
         self.ptx, self.blob, self.device_name = ptx, blob, "fake GPU"
         self.replans = 0
+        self.patch_calls: list = []
+        self.patchable = False
         _FakeSession.made.append(self)
 
     def set_plan(self, options):
         self.replans += 1
+
+    def patch(self, lengths, block_size):
+        self.patch_calls.append(list(lengths))
+        return self.patchable
 
     def launch(self, refs, *, synchronize=True):
         pass
 
     def close(self):
         pass
+
+
+@needs_clang
+def test_gpu_new_lengths_patch_before_replanning(monkeypatch, data):
+    """New lengths for as many tasks first patch the running plan
+    (CudaSession.patch); only where it refuses does the session re-plan.
+    Another task count or axis re-plans without asking."""
+    from dataflow import launcher
+
+    monkeypatch.setattr(launcher, "CudaSession", _FakeSession)
+    monkeypatch.setattr(launcher, "runtime_context", lambda: 1)
+    _FakeSession.made = []
+    art = df.compile(make_program().named("attention"), "sm_90a", handlers=[HANDLERS],
+                     range_lengths=LENGTHS, **SEED)
+    art.launch(data.Q, data.K, data.V, data.O)
+    s = _FakeSession.made[0]
+    assert s.patch_calls == [] and s.replans == 0
+    art.launch(data.Q, data.K, data.V, data.O, range_lengths={"kv": [300, 200]})
+    assert s.patch_calls == [[300, 200]] and s.replans == 1  # refused: re-planned
+    s.patchable = True
+    result = art.launch(data.Q, data.K, data.V, data.O, range_lengths={"kv": [301, 201]})
+    assert result.replanned and s.patch_calls[-1] == [301, 201] and s.replans == 1
+    art.launch(data.Q, data.K, data.V, data.O, range_lengths={"kv": [301, 201]})
+    assert len(s.patch_calls) == 2  # the same lengths: nothing to do
+    one = (("kv", (1, 2)),)
+    assert launcher._patchable(one, (("kv", (3, 4)),))
+    assert not launcher._patchable(one, (("kv", (3, 4, 5)),))  # another task count
+    assert not launcher._patchable(one, (("q", (3, 4)),))  # another axis
+    assert not launcher._patchable(None, one)
+    assert not launcher._patchable(one + (("q", (1,)),), one + (("q", (2,)),))  # two axes
 
 
 @needs_clang
