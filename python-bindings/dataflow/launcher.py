@@ -60,16 +60,18 @@ def _new_session(artifact, ptx: str, key, device: int) -> CudaSession:
 def _session(artifact, device: int) -> CudaSession:
     """A session whose module holds every handler variant of the current
     plan: the compiled one, or one compiled for a variant it lacks (a
-    reduce of one partial, say) when the handlers can be recompiled."""
+    reduce of one partial, say) when the handlers can be recompiled. The
+    one chosen moves to the front of the device's list."""
     sessions = artifact._sessions.setdefault(device, [])
     if not sessions:
         sessions.append(_new_session(artifact, artifact.ptx, artifact._base_key, device))
     need = _variants(artifact.packed)
-    for session in sessions:
+    for i, session in enumerate(sessions):
         if need <= session.variants:
+            sessions.insert(0, sessions.pop(i))
             return session
     session = _new_session(artifact, artifact.kernel_for_current_plan(), artifact._key, device)
-    sessions.append(session)
+    sessions.insert(0, session)
     return session
 
 
@@ -79,18 +81,35 @@ def _patchable(old, new) -> bool:
             and len(old[0][1]) == len(new[0][1]))
 
 
+def _patched(artifact, device: int):
+    """The device's last-used session with the current lengths patched into
+    the plan it runs (CudaSession.patch: each task's last block ends at its
+    new length, the blocks a re-plan would cut; nothing is scheduled in
+    Python, the handler variants stay those of its plan), else None."""
+    sessions = artifact._sessions.get(device)
+    if not sessions:
+        return None
+    session, key = sessions[0], artifact._key
+    if session.lengths_key == key:
+        return session
+    if _patchable(session.lengths_key, key) and session.patch(list(key[0][1]),
+                                                              artifact.block_size):
+        session.lengths_key = key
+        return session
+    return None
+
+
 def _cuda(artifact, refs, device: int, synchronize: bool) -> str:
-    session = _session(artifact, device)
-    key = artifact._key
-    if session.lengths_key != key:
-        # A decode step's lengths patch the running plan in place (its
-        # blocks stay those a re-plan would cut); else re-plan.
-        if not (_patchable(session.lengths_key, key)
-                and session.patch(list(key[0][1]), artifact.block_size)):
+    # A decode step's lengths patch the running plan in place; otherwise
+    # the session whose module covers the new plan re-plans.
+    session = _patched(artifact, device)
+    if session is None:
+        session = _session(artifact, device)
+        if session.lengths_key != artifact._key:
             options, keep = artifact._schedule_options()
             session.set_plan(options)
             del keep
-        session.lengths_key = key
+            session.lengths_key = artifact._key
     session.launch(refs, synchronize=synchronize)
     return session.device_name
 

@@ -346,7 +346,8 @@ class _FakeSession:
 @needs_clang
 def test_gpu_new_lengths_patch_before_replanning(monkeypatch, data):
     """New lengths for as many tasks first patch the running plan
-    (CudaSession.patch); only where it refuses does the session re-plan.
+    (CudaSession.patch) without scheduling in Python; only where it
+    refuses does the session re-plan.
     Another task count or axis re-plans without asking."""
     from dataflow import launcher
 
@@ -361,8 +362,12 @@ def test_gpu_new_lengths_patch_before_replanning(monkeypatch, data):
     art.launch(data.Q, data.K, data.V, data.O, range_lengths={"kv": [300, 200]})
     assert s.patch_calls == [[300, 200]] and s.replans == 1  # refused: re-planned
     s.patchable = True
+    planned = []
+    plan_pair = art._plan_pair
+    monkeypatch.setattr(art, "_plan_pair", lambda key: planned.append(key) or plan_pair(key))
     result = art.launch(data.Q, data.K, data.V, data.O, range_lengths={"kv": [301, 201]})
     assert result.replanned and s.patch_calls[-1] == [301, 201] and s.replans == 1
+    assert planned == []  # patched: nothing scheduled in Python
     art.launch(data.Q, data.K, data.V, data.O, range_lengths={"kv": [301, 201]})
     assert len(s.patch_calls) == 2  # the same lengths: nothing to do
     one = (("kv", (1, 2)),)
