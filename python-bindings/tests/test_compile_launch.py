@@ -378,6 +378,54 @@ def test_gpu_new_lengths_patch_before_replanning(monkeypatch, data):
     assert not launcher._patchable(one + (("q", (1,)),), one + (("q", (2,)),))  # two axes
 
 
+_FAKE_CUDA_RUN = r"""
+import sys
+sys.path[:0] = sys.argv[1:3]
+import dataflow as df
+from dataflow import launcher
+from attention_data import HANDLERS, AttentionData
+from test_compile_launch import LENGTHS, SEED, make_program
+
+art = df.compile(make_program().named("attention"), "sm_90a", handlers=[HANDLERS],
+                 range_lengths=LENGTHS, **SEED)
+d = AttentionData()
+sets = []
+set_plan = launcher.CudaSession.set_plan
+launcher.CudaSession.set_plan = lambda self, o: sets.append(1) or set_plan(self, o)
+art.launch(d.Q, d.K, d.V, d.O, backend="cuda")
+art.launch(d.Q, d.K, d.V, d.O, backend="cuda", range_lengths={"kv": [300, 200]})
+session = art._sessions[0][0]
+assert sets == [] and session.lengths_key == art._key, (sets, session.lengths_key)
+art.launch(d.Q, d.K, d.V, d.O, backend="cuda", range_lengths={"kv": [385, 200]})
+assert sets == [1], sets  # task 0 crossed a block boundary: re-planned
+print("fake-cuda ok")
+"""
+
+
+@needs_clang
+@pytest.mark.needs_dfrt
+def test_patch_on_a_fake_driver(tmp_path):
+    """CudaSession.patch through libdfrt's real entry point on the test
+    suite's fake libcuda.so (the kernel computes nothing): the decode step
+    patches without set_plan, a block-boundary crossing re-plans."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lib = os.environ.get("DF_LIB_DIR")
+    fake = Path(lib).parents[1] / "test" / "runtime" / "libdfrt_fake_cuda.so" if lib else None
+    if fake is None or not fake.exists():
+        pytest.skip("the fake libcuda.so (build/test/runtime) was not built")
+    (tmp_path / "libcuda.so.1").symlink_to(fake)
+    env = dict(os.environ, LD_LIBRARY_PATH=f"{tmp_path}:{os.environ.get('LD_LIBRARY_PATH', '')}")
+    here = Path(__file__).resolve()
+    run = subprocess.run([sys.executable, "-c", _FAKE_CUDA_RUN, str(here.parents[1]),
+                          str(here.parent)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0 and "fake-cuda ok" in run.stdout, run.stdout + run.stderr
+
+
 @needs_clang
 def test_gpu_replan_recompiles_for_missing_variants(monkeypatch, data):
     """Lengths giving a task a single partial need a passthrough reduce the
