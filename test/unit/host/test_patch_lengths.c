@@ -99,7 +99,8 @@ static void decode_step_patches(void **state) {
 }
 
 /* Without a block limit a last block may grow past the block size and
-   shrink back (not below its start): the plan still computes. */
+   shrink back (not below its start): the plan still computes and reads
+   back as a blob. */
 static void unlimited_growth_computes(void **state) {
   (void)state;
   df_program *prog = seed_attention_program();
@@ -109,6 +110,18 @@ static void unlimited_growth_computes(void **state) {
   assert_int_equal(df_packed_patch_lengths(k, grown, TASKS, 0, &r).code, DF_OK);
   assert_true(r.patched);
   run_and_check(k, grown);
+  /* a patched plan is a valid plan blob */
+  uint8_t *bytes;
+  size_t len;
+  blob_of(k, &bytes, &len);
+  df_packed *back;
+  df_status st = df_blob_read(bytes, len, NULL, &back, NULL);
+  if (st.code != DF_OK)
+    fprintf(stderr, "%s\n", st.message);
+  assert_int_equal(st.code, DF_OK);
+  assert_memory_equal(back->args, k->args, sizeof(df_abi_args) * k->arg_count);
+  df_packed_destroy(back);
+  free(bytes);
   uint32_t shrunk[TASKS] = {257, 1, 641, 129, 1, 897};
   assert_int_equal(df_packed_patch_lengths(k, shrunk, TASKS, 0, &r).code, DF_OK);
   assert_true(r.patched);
