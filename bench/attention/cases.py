@@ -295,6 +295,20 @@ def cases():
             block, sched, t = choose_at(2 * SMS, tl, (c["schedule"],))
             alt(".x2", sched + ", 2 CTAs/SM x 128 threads", block, t,
                 c["opts"] + f" sm-count={2 * SMS}", threads=128)
+        if c["name"] == "u1x128k":
+            # each head's last reduce and its finalize on SMs that run no
+            # partial (df-schedule reduce-sms=N): they wait from the start,
+            # so the reduce's set-up is done when the last partial lands.
+            # 4: the SMs the 128 partials leave free, two heads each, one
+            # 16-input reduce (.rs4) or the fan-in-4 tree's root (.rs4f4);
+            # 8: one head each, 15 blocks of 8960 keys on 124 SMs (.rs8)
+            base = sched_opts(*SCHEDULES[c["schedule"]])
+            alt(".rs4", c["schedule"] + ", one reduce per head on 4 free SMs", c["block"], None,
+                base + " reduce-sms=4")
+            alt(".rs4f4", c["schedule"] + ", tree roots on 4 free SMs", c["block"], None,
+                c["opts"] + " reduce-sms=4")
+            alt(".rs8", c["schedule"] + ", one reduce per head on 8 SMs", 8960, None,
+                base + " reduce-sms=8")
         if c["name"] in ("s32", "s16"):
             # the case's schedule at other block sizes than the model's
             # choice (its per-partial cost is a guess)

@@ -458,6 +458,16 @@ typedef struct df_schedule_options {
      partial directly, on the partial's SM. The caller asserts that the
      reducer is the identity on one input (an LSE combine is). */
   bool skip_unary_reduce;
+  /* df extension (0: off; round_robin all_at_once with a reduce stage,
+     not with even_split or auto_split): the last reduce_sms SMs (< the
+     SM count) run no ITER; each task's last REDUCE and its FINALIZE run
+     there instead, task k of the emission order on SM
+     sm_count - reduce_sms + k % reduce_sms (reduce_fan_in's lower levels
+     stay on the partials' SMs; a task skip_unary_reduce leaves without a
+     REDUCE keeps its FINALIZE on the partial's SM). Those SMs wait for
+     the partials from the kernel's start, so the reduce's own set-up is
+     off the critical path when the last partial lands. */
+  uint32_t reduce_sms;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */

@@ -34,6 +34,8 @@ static const df_pass_info table[] = {
      "      reduce-fan-in=N (df extension, all_at_once: reduce trees of at most N inputs)\n"
      "      reduce-spread=BOOL (df extension, with reduce-fan-in: each tree reduce on the first\n"
      "      SM under it that runs no other reduce of the task)\n"
+     "      reduce-sms=N (df extension, round_robin all_at_once: the last N SMs run no ITER;\n"
+     "      each task's last REDUCE and its FINALIZE run there, tasks in turn)\n"
      "      skip-unary-reduce=BOOL (df extension, all_at_once: no REDUCE for a task of one\n"
      "      partial; its FINALIZE reads the partial)\n"
      "      block-size=auto (df extension, round_robin all_at_once: block size, balance-iters\n"

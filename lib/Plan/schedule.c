@@ -363,13 +363,15 @@ df_status df_schedule_all_at_once(df_sched *s) {
   int32_t rtype = reduce ? s->prog->stages[s->reduce].type : -1;
   uint32_t cluster_count = df_topology_cluster_count(&s->topo);
   uint32_t next_iter_sm = 0; /* not reset between tasks */
+  /* reduce_sms: ITERs on the first iter_sms SMs, the roots on the rest */
+  const uint32_t iter_sms = s->topo.sm_count - s->o->reduce_sms;
   bool balance = rr && s->o->balance_iters;
   sm_load *heap = NULL;
   if (balance && !df_failed(&st)) {
-    heap = df_alloc(&s->p->alloc, sizeof *heap * s->topo.sm_count);
+    heap = df_alloc(&s->p->alloc, sizeof *heap * iter_sms);
     if (!heap)
-      st = df_status_errorf(DF_ENOMEM, "out of memory balancing %u SMs", s->topo.sm_count);
-    for (uint32_t sm = 0; heap && sm < s->topo.sm_count; sm++)
+      st = df_status_errorf(DF_ENOMEM, "out of memory balancing %u SMs", iter_sms);
+    for (uint32_t sm = 0; heap && sm < iter_sms; sm++)
       heap[sm] = (sm_load){0, sm}; /* sorted, hence a heap */
   }
   for (uint32_t k = 0; k < r->count && !df_failed(&st); k++) {
@@ -387,10 +389,10 @@ df_status df_schedule_all_at_once(df_sched *s) {
       } else if (balance) {
         sm = heap[0].sm;
         heap[0].units += e - b;
-        sm_heap_down(heap, s->topo.sm_count, 0);
+        sm_heap_down(heap, iter_sms, 0);
       } else if (rr) {
         sm = next_iter_sm;
-        next_iter_sm = next_iter_sm + 1 == s->topo.sm_count ? 0 : next_iter_sm + 1;
+        next_iter_sm = next_iter_sm + 1 == iter_sms ? 0 : next_iter_sm + 1;
       } else {
         sm = first + i % size;
       }
@@ -415,7 +417,9 @@ df_status df_schedule_all_at_once(df_sched *s) {
       df_sched_instr(s, DF_INSTR_FINALIZE, t, sms[0], s->finalize, slots, 1, DF_SENTINEL);
       continue;
     }
-    uint32_t red_sm = spread_on ? spread_sm(&spread, 0, leaves, sms[0]) : sms[0];
+    uint32_t red_sm = s->o->reduce_sms ? iter_sms + k % s->o->reduce_sms
+                      : spread_on     ? spread_sm(&spread, 0, leaves, sms[0])
+                                      : sms[0];
     uint32_t red_slot = df_sched_slot(s, t, rtype, DF_ROLE_REDUCED, s->p->instr_count);
     uint32_t red = df_sched_instr(s, DF_INSTR_REDUCE, t, red_sm, s->reduce, slots, nb, red_slot);
     for (uint32_t i = 0; i < nb; i++)
@@ -613,6 +617,28 @@ static df_status check_policy(const df_sched *s) {
                               "intermediates",
                               op->name);
   }
+  if (o->reduce_sms) {
+    if (o->policy != DF_POLICY_ROUND_ROBIN || o->strategy != DF_REDUCE_ALL_AT_ONCE ||
+        o->even_split || o->auto_split)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow schedule option reduce_sms needs scheduler policy "
+                              "'round_robin' and reduce strategy 'all_at_once' without "
+                              "even_split or an automatic split, got '%s' and '%s'%s",
+                              df_policy_name(o->policy), df_reduce_strategy_name(o->strategy),
+                              o->even_split ? " with even_split"
+                              : o->auto_split ? " with block-size=auto"
+                                              : "");
+    if (o->reduce_sms >= s->topo.sm_count)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow schedule option reduce_sms %u must leave SMs for the "
+                              "partials: the topology has %u",
+                              o->reduce_sms, s->topo.sm_count);
+    if (s->reduce < 0 || o->partial_only)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow schedule option reduce_sms needs a reduce stage to place; "
+                              "program '%s' has %s",
+                              s->prog->name, o->partial_only ? "partial_only set" : "none");
+  }
   return df_status_ok();
 }
 
@@ -723,6 +749,11 @@ static df_status run(df_sched *s) {
       return df_status_errorf(DF_EINVAL,
                               "Dataflow automatic split (block-size=auto) needs a "
                               "partial/reduce program; '%s' is a stage graph",
+                              g->name);
+    if (o->reduce_sms)
+      return df_status_errorf(DF_EINVAL,
+                              "Dataflow schedule option reduce_sms needs a partial/reduce "
+                              "program; '%s' is a stage graph",
                               g->name);
     p->policy = DF_POLICY_STAGE_GRAPH;
     p->strategy = DF_REDUCE_NONE;

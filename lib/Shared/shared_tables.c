@@ -54,6 +54,7 @@ static const df_shared_entry layouts[] = {
     OFF(df_schedule_options, even_split_chunks), OFF(df_schedule_options, even_split_task_cost),
     OFF(df_schedule_options, reduce_fan_in), OFF(df_schedule_options, auto_split),
     OFF(df_schedule_options, split), OFF(df_schedule_options, reduce_spread),
+    OFF(df_schedule_options, reduce_sms),
     OFF(df_schedule_options, skip_unary_reduce), SIZE(df_split_cost), SIZE(df_split_search),
     OFF(df_split_search, cost), OFF(df_plan, split_auto), OFF(df_plan, split_model_us),
     SIZE(df_barrier_alloc), SIZE(df_layout_options), SIZE(df_handler), OFF(df_handler, symbol),

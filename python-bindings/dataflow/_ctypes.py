@@ -193,7 +193,7 @@ class df_schedule_options(Structure):
                 ("even_split_granularity", u32), ("even_split_chunks", u32),
                 ("even_split_task_cost", u32), ("reduce_fan_in", u32),
                 ("auto_split", c_bool), ("split", df_split_search), ("reduce_spread", c_bool),
-                ("skip_unary_reduce", c_bool)]
+                ("skip_unary_reduce", c_bool), ("reduce_sms", u32)]
 
 
 class df_barrier_alloc(Structure):

@@ -106,6 +106,7 @@ def schedule_options(
     reduce_fan_in: int = 0,
     reduce_spread: bool = False,
     skip_unary_reduce: bool = False,
+    reduce_sms: int = 0,
 ) -> tuple:
     """The df_schedule_options of ``schedule``'s keyword arguments, and the
     ctypes arrays they point into (keep both alive while the options are
@@ -183,6 +184,7 @@ def schedule_options(
     o.reduce_fan_in = _uint(reduce_fan_in, "reduce_fan_in")
     o.reduce_spread = bool(reduce_spread)
     o.skip_unary_reduce = bool(skip_unary_reduce)
+    o.reduce_sms = _uint(reduce_sms, "reduce_sms")
     check(lib.df_iter_buckets_parse(_option_text(iter_range_buckets, "iter_range_buckets"),
                                     ctypes.byref(o.buckets)))
     o.bucket_size = 0 if iter_range_bucket_size is None else \

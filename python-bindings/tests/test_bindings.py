@@ -281,6 +281,14 @@ def test_even_split_reaches_the_c_scheduler():
                          block_size=16, reduce_fan_in=3, reduce_spread=True)
     assert [i.sm_id for i in spread.instructions if i.opcode.value == "reduce"] == [0, 2, 1, 3, 3]
     assert [i.sm_id for i in tree.instructions if i.opcode.value == "reduce"] == [0, 2, 0, 0, 3]
+    held = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 40]},
+                       block_size=16, reduce_sms=1)
+    assert {i.sm_id for i in held.instructions if i.opcode.value == "iter"} == {0, 1, 2}
+    assert [i.sm_id for i in held.instructions if i.opcode.value in ("reduce", "finalize")] \
+        == [3, 3, 3, 3]
+    with pytest.raises(ValueError, match="reduce_sms 4 must leave SMs for the partials"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    reduce_sms=4)
     with pytest.raises(ValueError, match="reduce_spread needs reduce_fan_in"):
         df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
                     reduce_spread=True)

@@ -566,6 +566,95 @@ static void reduce_spread_places_tree_reduces(void **state) {
   df_program_destroy(prog);
 }
 
+/* reduce_sms = 2 on 6 SMs: ITERs only on SMs 0-3 (round_robin wraps at
+   4, balance_iters fills 4), every task's last REDUCE and its FINALIZE on
+   SM 4 + k % 2 in emission order, lower tree levels (reduce_fan_in) on
+   the partials' SMs; a one-block task with skip_unary_reduce keeps its
+   FINALIZE on its partial's SM. The option's rules are refused. */
+static void reduce_sms_places_roots(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  static const uint32_t kv[4] = {100, 40, 200, 16};
+  for (int variant = 0; variant < 3; variant++) {
+    df_schedule_options o = options(6, 2, kv, 4, 16);
+    o.reduce_sms = 2;
+    o.balance_iters = variant == 1;
+    o.reduce_fan_in = variant == 2 ? 3 : 0;
+    o.skip_unary_reduce = true;
+    df_plan *p;
+    df_status st = df_schedule(prog, &o, &p);
+    if (st.code != DF_OK)
+      fprintf(stderr, "%s\n", st.message);
+    assert_int_equal(st.code, DF_OK);
+    uint32_t roots[4] = {DF_SENTINEL, DF_SENTINEL, DF_SENTINEL, DF_SENTINEL}, iters = 0, lower = 0;
+    for (uint32_t i = 0; i < p->instr_count; i++) {
+      const df_instr *in = &p->instrs[i];
+      if (in->op == DF_INSTR_ITER) {
+        assert_true(in->sm < 4);
+        iters++;
+      } else if (in->op == DF_INSTR_FINALIZE) {
+        roots[in->task] = in->sm;
+        const uint32_t in0 = p->inputs[in->input_offset];
+        const df_instr *prod = &p->instrs[p->slots[in0].producer];
+        assert_int_equal(prod->sm, in->sm); /* the root reduce (or the partial) */
+        if (in->task == 3)
+          assert_int_equal(prod->op, DF_INSTR_ITER); /* one block: no REDUCE */
+        else
+          assert_int_equal(prod->op, DF_INSTR_REDUCE);
+      } else if (in->op == DF_INSTR_REDUCE) {
+        lower += in->sm < 4; /* a lower tree level stays with the partials */
+      }
+    }
+    assert_int_equal(lower, variant == 2 ? 3 + 5 + 2 : 0);
+    assert_int_equal(iters, 7 + 3 + 13 + 1);
+    /* emission order: task ids, or longest first with balance_iters
+       (2, 0, 1, 3); task 3 has one block */
+    if (variant == 1) {
+      assert_int_equal(roots[2], 4);
+      assert_int_equal(roots[0], 5);
+      assert_int_equal(roots[1], 4);
+    } else {
+      assert_int_equal(roots[0], 4);
+      assert_int_equal(roots[1], 5);
+      assert_int_equal(roots[2], 4);
+    }
+    assert_true(roots[3] < 4);
+    df_plan_destroy(p);
+  }
+  df_schedule_options o = options(6, 2, kv, 4, 16);
+  df_plan *p;
+  o.reduce_sms = 6;
+  df_status st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "reduce_sms 6 must leave SMs for the partials: the "
+                                     "topology has 6"));
+  o.reduce_sms = 1;
+  o.even_split = true;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "reduce_sms needs scheduler policy 'round_robin' and reduce "
+                                     "strategy 'all_at_once' without even_split"));
+  o.even_split = false;
+  o.policy = DF_POLICY_CLUSTER_LOCAL;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "got 'cluster_local' and 'all_at_once'"));
+  o.policy = DF_POLICY_ROUND_ROBIN;
+  o.partial_only = true;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "needs a reduce stage to place; program"));
+  df_program_destroy(prog);
+  df_program *moe = seed_moe_program();
+  df_schedule_options m = options(6, 2, kv, 1, 128);
+  m.ranges[0].axis = "tokens";
+  m.reduce_sms = 1;
+  st = df_schedule(moe, &m, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "reduce_sms needs a partial/reduce program"));
+  df_program_destroy(moe);
+}
+
 static void make_plan_handlers(void **state) {
   (void)state;
   df_plan *p = seed_make_plan();
@@ -1542,6 +1631,7 @@ int main(void) {
       cmocka_unit_test(even_split_errors),
       cmocka_unit_test(reduce_fan_in_builds_trees),
       cmocka_unit_test(reduce_spread_places_tree_reduces),
+      cmocka_unit_test(reduce_sms_places_roots),
       cmocka_unit_test(make_plan_handlers),
       cmocka_unit_test(reshared_plan_instructions_and_slots),
       cmocka_unit_test(reshared_plan_comms_queues_handlers),
