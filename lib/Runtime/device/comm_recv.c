@@ -248,6 +248,42 @@ static const df_abi_comm *table_member(const df_rt *rt, const df_abi_comm *c, ui
   return mine;
 }
 
+/* A/B build switch (make_runtime_bc.sh ... -DDF_RECV_TABLE_FLAT=0): the
+   table's copies four transfers at a time, as before run R. */
+#ifndef DF_RECV_TABLE_FLAT
+#define DF_RECV_TABLE_FLAT 1
+#endif
+
+#if DF_RECV_TABLE_FLAT
+/* The table's copies as one index space over every transfer's vectors,
+   each thread's share issued as async copies into shared memory (no
+   registers hold them), then one wait: a reduce's inputs (16 x 65
+   vectors for 16 GQA partials) take one L2 round trip for all of them.
+   Four transfers at a time through registers, a transfer of 65 vectors
+   kept 65 threads busy per round trip: ~4 us for 16 inputs (bench/
+   attention timelines, run R); loading more at once through registers
+   spilled the kernel. A target outside shared memory (a scratch-backed
+   slot) is copied through a register. */
+static void table_copy(const df_rt *rt, uint32_t count) {
+  uint32_t total = 0;
+  for (uint32_t j = 0; j < count; j++)
+    total += recv_table[j].count;
+  /* f walks the flat index upward, so (j, first) only move forward */
+  uint32_t j = 0, first = 0;
+  for (uint32_t f = rt->tid; f < total; f += rt->threads) {
+    while (f - first >= recv_table[j].count)
+      first += recv_table[j++].count;
+    df_v4 *to = recv_table[j].dst + (f - first);
+    const df_v4 *from = recv_table[j].src + (f - first);
+    if (df_ptx_is_shared(to))
+      df_ptx_cp_async16((uint32_t)(uintptr_t)(__attribute__((address_space(3))) df_v4 *)to, from);
+    else
+      *to = *from;
+  }
+  df_ptx_cp_async_wait_all();
+}
+#endif
+
 static bool recv_table_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) {
   if (rt->threads < 32)
     return false;
@@ -287,6 +323,9 @@ static bool recv_table_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) 
   const uint32_t count = recv_table_count;
   if (count == DF_SENTINEL)
     return false;
+#if DF_RECV_TABLE_FLAT
+  table_copy(rt, count);
+#else
   /* Four transfers at a time, every load before any store (batch_copy). */
   for (uint32_t j = 0; j < count; j += 4) {
     df_recv_desc t[4];
@@ -305,6 +344,7 @@ static bool recv_table_batch(const df_rt *rt, const df_abi_comm *c, uint32_t n) 
           t[k].dst[v] = x[k];
     }
   }
+#endif
   DF_RT_DIAG_AT(rt, DF_RT_DIAG_COPY);
   if (df_rt_leader(rt))
     for (uint32_t j = 0; j < count; j++)

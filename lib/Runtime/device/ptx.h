@@ -219,4 +219,19 @@ DF_PTX void df_ptx_bulk_wait_read_but_newest(void) {
   __asm__ __volatile__("cp.async.bulk.wait_group.read 1;" ::: "memory");
 }
 
+/* ---- per-thread async copies ------------------------------------------------ */
+
+/* Whether a generic address is in shared memory. */
+DF_PTX bool df_ptx_is_shared(const void *p) { return __nvvm_isspacep_shared(p); }
+/* 16 bytes global -> shared (shared-window address `dst`), through L2
+   only; no register holds them. Complete after df_ptx_cp_async_wait_all
+   in the issuing thread. */
+DF_PTX void df_ptx_cp_async16(uint32_t dst, const void *gsrc) {
+  __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gsrc)
+                       : "memory");
+}
+DF_PTX void df_ptx_cp_async_wait_all(void) {
+  __asm__ __volatile__("cp.async.wait_all;" ::: "memory");
+}
+
 #endif
