@@ -295,6 +295,16 @@ def cases():
             block, sched, t = choose_at(2 * SMS, tl, (c["schedule"],))
             alt(".x2", sched + ", 2 CTAs/SM x 128 threads", block, t,
                 c["opts"] + f" sm-count={2 * SMS}", threads=128)
+            if c["name"] == "s32" and os.environ.get("CASES_SWEEP"):
+                # (CASES_SWEEP=1 only) .x2 at other blocks, and with each
+                # root REDUCE -> FINALIZE fused (df-fuse no-iter)
+                for b in (1536, 2560, 3072):
+                    alt(f".x2b{b}", sched + f", 2 CTAs/SM x 128 threads, block {b}", b, None,
+                        c["opts"] + f" sm-count={2 * SMS}", threads=128)
+                for b in (block, 2560):
+                    alt(f".x2rf{b}", sched + f", 2 CTAs/SM, df-fuse no-iter, block {b}", b,
+                        None, c["opts"] + f" sm-count={2 * SMS}", threads=128,
+                        passes="--df-fuse=no-iter=true")
         if c["name"] == "u1x128k":
             # each head's last reduce and its finalize on SMs that run no
             # partial (df-schedule reduce-sms=N): they wait from the start,
