@@ -343,12 +343,9 @@ class _FakeSession:
         pass
 
 
-@needs_clang
-def test_gpu_new_lengths_patch_before_replanning(monkeypatch, data):
-    """New lengths for as many tasks first patch the running plan
-    (CudaSession.patch) without scheduling in Python; only where it
-    refuses does the session re-plan.
-    Another task count or axis re-plans without asking."""
+def _fake_gpu_artifact(monkeypatch):
+    """The launcher module with _FakeSession standing in for the CUDA
+    session, and the seed attention compiled for LENGTHS."""
     from dataflow import launcher
 
     monkeypatch.setattr(launcher, "CudaSession", _FakeSession)
@@ -356,6 +353,16 @@ def test_gpu_new_lengths_patch_before_replanning(monkeypatch, data):
     _FakeSession.made = []
     art = df.compile(make_program().named("attention"), "sm_90a", handlers=[HANDLERS],
                      range_lengths=LENGTHS, **SEED)
+    return launcher, art
+
+
+@needs_clang
+def test_gpu_new_lengths_patch_before_replanning(monkeypatch, data):
+    """New lengths for as many tasks first patch the running plan
+    (CudaSession.patch) without scheduling in Python; only where it
+    refuses does the session re-plan.
+    Another task count or axis re-plans without asking."""
+    launcher, art = _fake_gpu_artifact(monkeypatch)
     art.launch(data.Q, data.K, data.V, data.O)
     s = _FakeSession.made[0]
     assert s.patch_calls == [] and s.replans == 0
@@ -431,13 +438,7 @@ def test_gpu_replan_recompiles_for_missing_variants(monkeypatch, data):
     """Lengths giving a task a single partial need a passthrough reduce the
     compiled kernel lacks: the launcher compiles a kernel for that plan and
     keeps both; lengths the first kernel covers re-plan on it."""
-    from dataflow import launcher
-
-    monkeypatch.setattr(launcher, "CudaSession", _FakeSession)
-    monkeypatch.setattr(launcher, "runtime_context", lambda: 1)
-    _FakeSession.made = []
-    art = df.compile(make_program().named("attention"), "sm_90a", handlers=[HANDLERS],
-                     range_lengths=LENGTHS, **SEED)
+    launcher, art = _fake_gpu_artifact(monkeypatch)
     art.launch(data.Q, data.K, data.V, data.O)
     first = _FakeSession.made[0]
     assert first.ptx == art.ptx and first.blob == art.blob and first.replans == 0
