@@ -10,8 +10,10 @@
    columns show whether a stage grows linearly with the batch.
    A second table follows a decode loop: one draw, then 8 x steps steps
    that each add a token to every sequence; each step patches the packed
-   plan in place (df_packed_patch_lengths, last blocks up to the block
-   size) and re-plans only when a sequence's last block would outgrow the
+   plan in place through its last-block index (df_packed_patch_lengths_at,
+   last blocks up to the block size; the index, df_packed_last_blocks, is
+   built with each plan and counted with its re-plan, as libdfrt does)
+   and re-plans only when a sequence's last block would outgrow the
    block, i.e. when it crosses a block boundary.
    Usage: bench_replan [steps [sequences...]] (default 21 steps; 64, 256
    and 1024 sequences). */
@@ -120,6 +122,10 @@ static loop_row decode_loop(const df_program *prog, uint32_t seqs, uint32_t step
   so.topology.sm_count = 132;
   so.topology.cluster_size = 2;
   df_packed *k = replan(prog, &so, &po);
+  /* libdfrt's df_rt_plan_patch_lengths: the index once per plan */
+  uint32_t *last = malloc(sizeof *last * tasks);
+  df_patch_result pr;
+  die(df_packed_last_blocks(k, tasks, last, &pr), "index");
   loop_row r = {steps, 0, 0, 0, 0};
   uint32_t np = 0, nr = 0;
   double total = 0;
@@ -127,8 +133,7 @@ static loop_row decode_loop(const df_program *prog, uint32_t seqs, uint32_t step
     for (uint32_t t = 0; t < tasks; t++)
       lens[t]++;
     double t0 = bench_thread_cpu_us();
-    df_patch_result pr;
-    die(df_packed_patch_lengths(k, lens, tasks, block, &pr), "patch");
+    die(df_packed_patch_lengths_at(k, last, lens, tasks, block, &pr), "patch");
     double t1 = bench_thread_cpu_us();
     if (pr.patched) {
       tp[np++] = t1 - t0;
@@ -137,11 +142,14 @@ static loop_row decode_loop(const df_program *prog, uint32_t seqs, uint32_t step
     }
     df_packed_destroy(k);
     k = replan(prog, &so, &po);
+    df_patch_result ir;
+    die(df_packed_last_blocks(k, tasks, last, &ir), "index");
     double t2 = bench_thread_cpu_us();
     tr[nr++] = t2 - t1;
     total += t2 - t0;
   }
   df_packed_destroy(k);
+  free(last);
   r.patched = np;
   r.patch_us = np ? bench_median_upper(tp, np) : 0;
   r.replan_us = nr ? bench_median_upper(tr, nr) : 0;

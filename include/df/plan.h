@@ -687,6 +687,20 @@ typedef struct df_patch_result {
    it); an executable running it needs df_rt_executable_set_plan again. */
 df_status df_packed_patch_lengths(df_packed *k, const uint32_t *lengths, uint32_t count,
                                   uint32_t max_last_block, df_patch_result *out);
+/* df_packed_patch_lengths in two steps, for a caller that patches the
+   same plan every step: df_packed_last_blocks scans the records once
+   (last[t]: the packed ITER of task t's last block; the refusals that
+   depend on the plan alone — no ranged ITER, two ranged operators, a
+   fused ITER — leave out->patched false, and the errors on task ids are
+   the same), and df_packed_patch_lengths_at applies lengths through that
+   index in O(count), with the checks and results of
+   df_packed_patch_lengths (a `last` entry that is not an ITER of `k` is
+   DF_EINVAL). Patching keeps the index valid: it moves no instruction. */
+df_status df_packed_last_blocks(const df_packed *k, uint32_t count, uint32_t *last,
+                               df_patch_result *out);
+df_status df_packed_patch_lengths_at(df_packed *k, const uint32_t *last, const uint32_t *lengths,
+                                     uint32_t count, uint32_t max_last_block,
+                                     df_patch_result *out);
 
 /* Build and check the launch package from packed records (REFERENCE 5.5). */
 df_status df_launch_package_build(const df_packed *k, df_launch_package *out);

@@ -32,10 +32,13 @@ static const char *fixed_extent(const df_handler *h) {
   return NULL;
 }
 
-/* The checks; last[t] gets the packed instruction of task t's last block
-   (largest range_begin). DF_OK with out->reason set when not patchable. */
-static df_status plan_patch(const df_packed *k, const uint32_t *lengths, uint32_t count,
-                            uint32_t max_last_block, uint32_t *last, df_patch_result *out) {
+df_status df_packed_last_blocks(const df_packed *k, uint32_t count, uint32_t *last,
+                               df_patch_result *out) {
+  if (!k || !last || !out)
+    return df_status_errorf(DF_EINVAL, "patch lengths: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (count == 0)
+    return df_status_errorf(DF_EINVAL, "patch lengths: no lengths");
   for (uint32_t t = 0; t < count; t++)
     last[t] = DF_SENTINEL;
   uint32_t ranged_handler = DF_SENTINEL;
@@ -74,13 +77,34 @@ static df_status plan_patch(const df_packed *k, const uint32_t *lengths, uint32_
     refuse(out, "the plan has no ranged ITER instruction");
     return df_status_ok();
   }
-  for (uint32_t t = 0; t < count; t++) {
+  for (uint32_t t = 0; t < count; t++)
     if (last[t] == DF_SENTINEL)
       return df_status_errorf(DF_EINVAL,
                               "patch lengths: task %u has no ranged ITER in the plan, so the "
                               "plan is not one of %u tasks",
                               t, count);
+  out->patched = true;
+  return df_status_ok();
+}
+
+df_status df_packed_patch_lengths_at(df_packed *k, const uint32_t *last, const uint32_t *lengths,
+                                     uint32_t count, uint32_t max_last_block,
+                                     df_patch_result *out) {
+  if (!k || !last || !lengths || !out)
+    return df_status_errorf(DF_EINVAL, "patch lengths: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (count == 0)
+    return df_status_errorf(DF_EINVAL, "patch lengths: no lengths");
+  for (uint32_t t = 0; t < count; t++) {
+    if (lengths[t] == 0)
+      return df_status_errorf(DF_EINVAL, "patch lengths: length %u of task %u must be positive",
+                              lengths[t], t);
     const uint32_t i = last[t];
+    if (i >= k->instr_count || k->instrs[i].opcode != DF_ABI_OP_ITER)
+      return df_status_errorf(DF_EINVAL,
+                              "patch lengths: last-block index %u of task %u is not an ITER of "
+                              "the plan (df_packed_last_blocks of this plan gives it)",
+                              i, t);
     const df_abi_args *a = args_of(k, i);
     const char *why = fixed_extent(&k->handlers[k->instrs[i].handler_id]);
     if (why && lengths[t] != a->range_end) {
@@ -98,7 +122,17 @@ static df_status plan_patch(const df_packed *k, const uint32_t *lengths, uint32_
       return df_status_ok();
     }
   }
+  /* Every check passed: only now are records changed. */
+  for (uint32_t t = 0; t < count; t++) {
+    df_abi_args *a = args_of(k, last[t]);
+    if (a->range_end != lengths[t]) {
+      a->range_end = lengths[t];
+      out->changed++;
+    }
+  }
   out->patched = true;
+  if (out->changed)
+    k->fingerprint[0] = '\0'; /* the records no longer hash to it */
   return df_status_ok();
 }
 
@@ -109,29 +143,14 @@ df_status df_packed_patch_lengths(df_packed *k, const uint32_t *lengths, uint32_
   memset(out, 0, sizeof *out);
   if (count == 0)
     return df_status_errorf(DF_EINVAL, "patch lengths: no lengths");
-  for (uint32_t t = 0; t < count; t++)
-    if (lengths[t] == 0)
-      return df_status_errorf(DF_EINVAL, "patch lengths: length %u of task %u must be positive",
-                              lengths[t], t);
   uint32_t *last = df_alloc(&k->alloc, sizeof(uint32_t) * count);
   if (!last)
     return df_status_errorf(DF_ENOMEM, "patch lengths: out of memory for %u tasks", count);
-  df_status s = plan_patch(k, lengths, count, max_last_block, last, out);
-  if (s.code != DF_OK || !out->patched) {
-    out->patched = false;
-    df_free(&k->alloc, last);
-    return s;
-  }
-  /* Every check passed: only now are records changed. */
-  for (uint32_t t = 0; t < count; t++) {
-    df_abi_args *a = args_of(k, last[t]);
-    if (a->range_end != lengths[t]) {
-      a->range_end = lengths[t];
-      out->changed++;
-    }
-  }
+  df_status s = df_packed_last_blocks(k, count, last, out);
+  if (s.code == DF_OK && out->patched)
+    s = df_packed_patch_lengths_at(k, last, lengths, count, max_last_block, out);
   df_free(&k->alloc, last);
-  if (out->changed)
-    k->fingerprint[0] = '\0'; /* the records no longer hash to it */
-  return df_status_ok();
+  if (s.code != DF_OK)
+    out->patched = false;
+  return s;
 }

@@ -60,6 +60,10 @@ struct df_rt_plan {
   df_program *program; /* NULL when absent */
   uint32_t block_size; /* 0: unknown */
   uint64_t id;         /* unique in its df_rt: which plan an executable runs */
+  /* df_rt_plan_patch_lengths' index (df_packed_last_blocks), built on the
+     first patch for last_count tasks; patches move no instruction. */
+  uint32_t *last_blocks;
+  uint32_t last_count;
 };
 
 /* Plan sections in kernel-parameter order; tensor_args, global_staging

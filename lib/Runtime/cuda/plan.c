@@ -58,6 +58,8 @@ df_status df_rt_plan_from_packed(df_rt *rt, df_packed *packed, df_program *progr
   p->program = program;
   p->block_size = block_size;
   p->id = ++rt->plan_ids;
+  p->last_blocks = NULL;
+  p->last_count = 0;
   *out = p;
   return s;
 }
@@ -138,9 +140,27 @@ df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *s
 
 df_status df_rt_plan_patch_lengths(df_rt_plan *plan, const uint32_t *lengths, uint32_t count,
                                    uint32_t max_last_block, df_patch_result *out) {
-  if (!plan)
+  if (!plan || !out)
     return df_status_errorf(DF_EINVAL, "plan: NULL argument to df_rt_plan_patch_lengths");
-  return df_status_wrap(df_packed_patch_lengths(plan->packed, lengths, count, max_last_block, out),
+  df_allocator *a = &plan->rt->alloc;
+  if (plan->last_count != count || !plan->last_blocks) {
+    df_free(a, plan->last_blocks);
+    plan->last_blocks = NULL;
+    plan->last_count = 0;
+    uint32_t *last = count ? df_alloc(a, sizeof *last * count) : NULL;
+    if (count && !last)
+      return df_status_errorf(DF_ENOMEM, "plan: out of memory indexing %u tasks", count);
+    df_status s = count ? df_packed_last_blocks(plan->packed, count, last, out)
+                        : df_packed_patch_lengths(plan->packed, lengths, count, max_last_block, out);
+    if (s.code != DF_OK || !out->patched) {
+      df_free(a, last);
+      return df_status_wrap(s, "plan: patching range lengths");
+    }
+    plan->last_blocks = last;
+    plan->last_count = count;
+  }
+  return df_status_wrap(df_packed_patch_lengths_at(plan->packed, plan->last_blocks, lengths, count,
+                                                   max_last_block, out),
                         "plan: patching range lengths");
 }
 
@@ -149,6 +169,7 @@ void df_rt_plan_destroy(df_rt_plan *plan) {
     return;
   df_packed_destroy(plan->packed);
   df_program_destroy(plan->program);
+  df_free(&plan->rt->alloc, plan->last_blocks);
   df_free(&plan->rt->alloc, plan);
 }
 

@@ -3,7 +3,8 @@
    patched round_robin plan is byte for byte the plan a re-plan packs; a
    patched plan of any policy computes the attention of the new lengths on
    the host backend; every refusal leaves the records untouched and says
-   why; bad arguments are errors. */
+   why; bad arguments are errors. The two-step form (an index of the last
+   blocks, then O(tasks) patches) gives the same blobs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -211,6 +212,71 @@ static void refusals_leave_the_plan(void **state) {
   df_plan_destroy(p);
 }
 
+/* The two steps (df_packed_last_blocks once, df_packed_patch_lengths_at
+   per step) give the blob df_packed_patch_lengths gives, step after
+   step; the index survives its own patches; a structural refusal comes
+   from the index; an index entry that is not an ITER is an error. */
+static void indexed_patch_matches(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  df_packed *a = plan_for(prog, KV, 0), *b = plan_for(prog, KV, 0);
+  uint32_t last[TASKS];
+  df_patch_result r;
+  assert_int_equal(df_packed_last_blocks(a, TASKS, last, &r).code, DF_OK);
+  assert_true(r.patched);
+  uint32_t lens[TASKS];
+  memcpy(lens, KV, sizeof lens);
+  for (int step = 0; step < 3; step++) {
+    for (uint32_t t = 0; t < TASKS; t++)
+      lens[t] += 7;
+    df_patch_result ra, rb;
+    assert_int_equal(df_packed_patch_lengths_at(a, last, lens, TASKS, 0, &ra).code, DF_OK);
+    assert_int_equal(df_packed_patch_lengths(b, lens, TASKS, 0, &rb).code, DF_OK);
+    assert_true(ra.patched && rb.patched);
+    assert_int_equal(ra.changed, rb.changed);
+    uint8_t *x, *y;
+    size_t lx, ly;
+    blob_of(a, &x, &lx);
+    blob_of(b, &y, &ly);
+    assert_int_equal(lx, ly);
+    assert_memory_equal(x, y, lx);
+    free(x);
+    free(y);
+  }
+  run_and_check(a, lens);
+  /* the same refusal as the one-step call, records untouched */
+  uint32_t crossing[TASKS];
+  memcpy(crossing, lens, sizeof crossing);
+  crossing[0] = 385;
+  assert_int_equal(df_packed_patch_lengths_at(a, last, crossing, TASKS, BLOCK, &r).code, DF_OK);
+  assert_false(r.patched);
+  assert_non_null(strstr(r.reason, "task 0's last block would hold"));
+  uint32_t bad[TASKS];
+  memcpy(bad, last, sizeof bad);
+  bad[2] = a->instr_count;
+  df_status st = df_packed_patch_lengths_at(a, bad, lens, TASKS, 0, &r);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_true(hand_error_has(st, "last-block index"));
+  for (uint32_t i = 0; i < a->instr_count; i++)
+    if (a->instrs[i].opcode != DF_ABI_OP_ITER) {
+      bad[2] = i;
+      break;
+    }
+  assert_int_equal(df_packed_patch_lengths_at(a, bad, lens, TASKS, 0, &r).code, DF_EINVAL);
+  df_packed_destroy(a);
+  df_packed_destroy(b);
+  df_program_destroy(prog);
+  /* a plan with two ranged operators is refused by the index */
+  df_plan *p = seed_make_reshared_plan();
+  df_packed *k = pack_plain(p);
+  uint32_t moe_last[2];
+  assert_int_equal(df_packed_last_blocks(k, 2, moe_last, &r).code, DF_OK);
+  assert_false(r.patched);
+  assert_non_null(strstr(r.reason, "only plans with one ranged operator are patched"));
+  df_packed_destroy(k);
+  df_plan_destroy(p);
+}
+
 static void bad_arguments(void **state) {
   (void)state;
   df_program *prog = seed_attention_program();
@@ -234,6 +300,13 @@ static void bad_arguments(void **state) {
   assert_int_equal(st.code, DF_EINVAL);
   assert_true(hand_error_has(st, "task 6 has no ranged ITER"));
   assert_false(r.patched);
+  uint32_t last[TASKS];
+  assert_int_equal(df_packed_last_blocks(NULL, TASKS, last, &r).code, DF_EINVAL);
+  assert_int_equal(df_packed_last_blocks(k, 0, last, &r).code, DF_EINVAL);
+  assert_int_equal(df_packed_patch_lengths_at(k, NULL, KV, TASKS, 0, &r).code, DF_EINVAL);
+  assert_int_equal(df_packed_last_blocks(k, TASKS, last, &r).code, DF_OK);
+  st = df_packed_patch_lengths_at(k, last, zero, TASKS, 0, &r);
+  assert_true(hand_error_has(st, "length 0 of task 1 must be positive"));
   df_packed_destroy(k);
   df_program_destroy(prog);
 }
@@ -243,6 +316,7 @@ int main(void) {
       cmocka_unit_test(decode_step_patches),
       cmocka_unit_test(unlimited_growth_computes),
       cmocka_unit_test(refusals_leave_the_plan),
+      cmocka_unit_test(indexed_patch_matches),
       cmocka_unit_test(bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
