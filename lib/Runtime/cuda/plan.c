@@ -142,16 +142,17 @@ df_status df_rt_plan_patch_lengths(df_rt_plan *plan, const uint32_t *lengths, ui
                                    uint32_t max_last_block, df_patch_result *out) {
   if (!plan || !out)
     return df_status_errorf(DF_EINVAL, "plan: NULL argument to df_rt_plan_patch_lengths");
+  if (count == 0)
+    return df_status_errorf(DF_EINVAL, "plan: patching range lengths: no lengths");
   df_allocator *a = &plan->rt->alloc;
   if (plan->last_count != count || !plan->last_blocks) {
     df_free(a, plan->last_blocks);
     plan->last_blocks = NULL;
     plan->last_count = 0;
-    uint32_t *last = count ? df_alloc(a, sizeof *last * count) : NULL;
-    if (count && !last)
+    uint32_t *last = df_alloc(a, sizeof *last * count);
+    if (!last)
       return df_status_errorf(DF_ENOMEM, "plan: out of memory indexing %u tasks", count);
-    df_status s = count ? df_packed_last_blocks(plan->packed, count, last, out)
-                        : df_packed_patch_lengths(plan->packed, lengths, count, max_last_block, out);
+    df_status s = df_packed_last_blocks(plan->packed, count, last, out);
     if (s.code != DF_OK || !out->patched) {
       df_free(a, last);
       return df_status_wrap(s, "plan: patching range lengths");

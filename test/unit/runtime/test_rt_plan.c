@@ -368,6 +368,8 @@ static void patches_lengths(void **state) {
   assert_false(r.patched);
   assert_non_null(strstr(r.reason, "task 0's last block would hold 129 range units"));
   fx_fails(df_rt_plan_patch_lengths(NULL, kv3, 2, 128, &r), DF_EINVAL, "NULL argument");
+  fx_fails(df_rt_plan_patch_lengths(q, kv3, 0, 128, &r), DF_EINVAL, "no lengths");
+  fx_fails(df_rt_plan_patch_lengths(q, NULL, 2, 128, &r), DF_EINVAL, "NULL argument");
   fx_fails(df_rt_plan_patch_lengths(q, kv3, 1, 128, &r), DF_EINVAL,
            "plan: patching range lengths: patch lengths: instruction");
 
