@@ -217,13 +217,14 @@ def make_inputs(c, g):
 
 
 def plan_index(carry: Path):
-    """{plan name: (its case, its block)} over the carry's cases and their
-    alternative plans (an alternative runs on its case's inputs)."""
+    """{plan name: (its case, its block, its threads per CTA)} over the
+    carry's cases and their alternative plans (an alternative runs on its
+    case's inputs)."""
     plans = {}
     for c in json.loads((carry / "cases.json").read_text()):
-        plans[c["name"]] = (c, c["block"])
+        plans[c["name"]] = (c, c["block"], c.get("threads", THREADS))
         for a in c.get("alts", []):
-            plans[a["name"]] = (c, a["block"])
+            plans[a["name"]] = (c, a["block"], a.get("threads", THREADS))
     return plans
 
 

@@ -20,10 +20,10 @@ def main():
     wanted = sys.argv[2].split(",")
     plans = bench.plan_index(carry)
     for name in wanted:
-        c, block = plans[name]
+        c, block, threads = plans[name]
         lens = c["lens"]
         q, k, v, o = bench.make_inputs(c, torch.Generator(device="cuda").manual_seed(1234))
-        dfk = bench.DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", block)
+        dfk = bench.DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", block, threads)
         try:
             dfk.launch(dfk.bind([q, k, v, o]))
             torch.cuda.synchronize()

@@ -73,9 +73,9 @@ def main():
     plans = bench.plan_index(carry)
     lines = []
     for name in sys.argv[3].split(","):
-        c, block = plans[name]
+        c, block, threads = plans[name]
         q, k, v, o = bench.make_inputs(c, torch.Generator(device="cuda").manual_seed(1234))
-        dfk = bench.DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", block)
+        dfk = bench.DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", block, threads)
         try:
             trace, diag = traced_launch(dfk, dfk.bind([q, k, v, o]))
         finally:

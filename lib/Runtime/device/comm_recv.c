@@ -259,11 +259,11 @@ static const df_abi_comm *table_member(const df_rt *rt, const df_abi_comm *c, ui
    each thread's share issued as async copies into shared memory (no
    registers hold them), then one wait: a reduce's inputs (16 x 65
    vectors for 16 GQA partials) take one L2 round trip for all of them.
-   Four transfers at a time through registers, a transfer of 65 vectors
-   kept 65 threads busy per round trip: ~4 us for 16 inputs (bench/
-   attention timelines, run R); loading more at once through registers
-   spilled the kernel. A target outside shared memory (a scratch-backed
-   slot) is copied through a register. */
+   Four transfers at a time through registers kept 65 threads busy per
+   round trip for GQA partials, and those registers spilled 88 bytes in
+   every attention kernel with HBM receives; loading more at once through
+   registers spilled more (run R). A target outside shared memory (a
+   scratch-backed slot) is copied through a register. */
 static void table_copy(const df_rt *rt, uint32_t count) {
   uint32_t total = 0;
   for (uint32_t j = 0; j < count; j++)
