@@ -42,6 +42,18 @@ static void blob_of(const df_packed *k, uint8_t **bytes, size_t *len) {
   assert_int_equal(df_blob_write(k, NULL, NULL, bytes, len).code, DF_OK);
 }
 
+/* The two plans write the same blob bytes. */
+static void assert_same_blob(const df_packed *a, const df_packed *b) {
+  uint8_t *x, *y;
+  size_t lx, ly;
+  blob_of(a, &x, &lx);
+  blob_of(b, &y, &ly);
+  assert_int_equal(lx, ly);
+  assert_memory_equal(x, y, lx);
+  free(x);
+  free(y);
+}
+
 static const df_program *program_for(int combo, const df_program *nary, const df_program *assoc) {
   return ht_combos[combo].s == DF_REDUCE_STREAMING_TREE ? assoc : nary;
 }
@@ -79,14 +91,7 @@ static void decode_step_patches(void **state) {
     run_and_check(k, next);
     if (ht_combos[c].p == DF_POLICY_ROUND_ROBIN && ht_combos[c].s == DF_REDUCE_ALL_AT_ONCE) {
       df_packed *fresh = plan_for(prog, next, c);
-      uint8_t *a, *b;
-      size_t la, lb;
-      blob_of(k, &a, &la);
-      blob_of(fresh, &b, &lb);
-      assert_int_equal(la, lb);
-      assert_memory_equal(a, b, la);
-      free(a);
-      free(b);
+      assert_same_blob(k, fresh);
       df_packed_destroy(fresh);
     }
     /* The same lengths again: patched, nothing moves. */
@@ -234,14 +239,7 @@ static void indexed_patch_matches(void **state) {
     assert_int_equal(df_packed_patch_lengths(b, lens, TASKS, 0, &rb).code, DF_OK);
     assert_true(ra.patched && rb.patched);
     assert_int_equal(ra.changed, rb.changed);
-    uint8_t *x, *y;
-    size_t lx, ly;
-    blob_of(a, &x, &lx);
-    blob_of(b, &y, &ly);
-    assert_int_equal(lx, ly);
-    assert_memory_equal(x, y, lx);
-    free(x);
-    free(y);
+    assert_same_blob(a, b);
   }
   run_and_check(a, lens);
   /* the same refusal as the one-step call, records untouched */

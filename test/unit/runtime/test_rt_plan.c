@@ -20,6 +20,16 @@ static uint8_t *seed_blob_with(size_t *len, uint32_t tile, uint32_t auto_limit);
 /* The seed plan as a blob that embeds its program. */
 static uint8_t *seed_blob(size_t *len) { return seed_blob_with(len, 0, 0); }
 
+/* The seed blob read as a plan of `rt`. */
+static df_rt_plan *seed_plan(df_rt *rt) {
+  size_t len;
+  uint8_t *bytes = seed_blob(&len);
+  df_rt_plan *p;
+  fx_ok(df_rt_plan_from_blob(rt, bytes, len, &p));
+  free(bytes);
+  return p;
+}
+
 /* ... with the re-plan choices of a plan compiled with
    transfer-tile-bytes=`tile` and, when auto_limit is not 0,
    reduce-strategy=auto under that shared-memory limit. */
@@ -158,11 +168,7 @@ static void replans_with_the_same_module(void **state) {
   fake_reset();
   rt_fixture f;
   fx_open(&f);
-  size_t len;
-  uint8_t *bytes = seed_blob(&len);
-  df_rt_plan *base;
-  fx_ok(df_rt_plan_from_blob(f.rt, bytes, len, &base));
-  free(bytes);
+  df_rt_plan *base = seed_plan(f.rt);
   df_rt_executable_options o;
   memset(&o, 0, sizeof o);
   o.block_size = 128;
@@ -329,11 +335,7 @@ static void patches_lengths(void **state) {
   fake_reset();
   rt_fixture f;
   fx_open(&f);
-  size_t len;
-  uint8_t *bytes = seed_blob(&len);
-  df_rt_plan *p;
-  fx_ok(df_rt_plan_from_blob(f.rt, bytes, len, &p));
-  free(bytes);
+  df_rt_plan *p = seed_plan(f.rt);
   const uint32_t kv1[2] = {300, 200};
   df_schedule_options so = lengths(kv1, 2, 128);
   df_rt_plan *q;
