@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define DF_ABI_VERSION 7u
+#define DF_ABI_VERSION 8u
 #define DF_SENTINEL 0xFFFFFFFFu
 #define DF_SLOT_ALIGN 16u
 #define DF_SHARED_ALIGN 16u
@@ -25,6 +25,13 @@ typedef enum df_abi_opcode {
   DF_ABI_OP_REDUCE = 2,
   DF_ABI_OP_FINALIZE = 3,
   DF_ABI_OP_CLUSTER_SYNC = 4,
+  /* df extension (docs/pool.md): run instructions of the plan's pool,
+     claimed one item at a time from a counter shared by every CTA, until
+     the pool is empty; then go on with this queue. comm_offset = the
+     pool's first instruction, comm_count = its items, task_id =
+     instructions per item (an item ends early at an EXIT), slot_id = the
+     counter's flag index; handler_id and arg_offset S, flags 0. */
+  DF_ABI_OP_POOL = 5,
 } df_abi_opcode;
 
 /* Communication record kinds. */

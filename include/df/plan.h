@@ -307,6 +307,10 @@ typedef struct df_plan {
   bool split_balance_iters;
   bool split_defer_reduces;
   double split_model_us;
+  /* df_schedule_options.pool_iters: df_pack moves the ITERs (with the
+     instructions that read only their outputs right after them) to the
+     pool that every CTA claims from (docs/pool.md). */
+  bool pool_iters;
 } df_plan;
 
 /* An empty plan for a topology (checked). */
@@ -468,6 +472,14 @@ typedef struct df_schedule_options {
      the partials from the kernel's start, so the reduce's own set-up is
      off the critical path when the last partial lands. */
   uint32_t reduce_sms;
+  /* df extension (off by default; round_robin all_at_once, no even_split
+     or automatic split): the ITERs leave their queues for one pool that
+     every CTA claims from at run time, longest first (docs/pool.md), so a
+     slow SM runs fewer of them. Every transfer goes through HBM (as
+     force_hbm_comms), a REDUCE receives even its inputs from its own SM
+     through HBM flags, and the plan records the choice (df_plan.pool_iters)
+     for df_pack. */
+  bool pool_iters;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */
@@ -701,6 +713,22 @@ df_status df_packed_last_blocks(const df_packed *k, uint32_t count, uint32_t *la
 df_status df_packed_patch_lengths_at(df_packed *k, const uint32_t *last, const uint32_t *lengths,
                                      uint32_t count, uint32_t max_last_block,
                                      df_patch_result *out);
+
+/* The ITER pool of a packed plan (docs/pool.md): instructions
+   [first, first + items * stride) after the last queue, item i being
+   [first + i * stride, first + (i + 1) * stride) up to its first EXIT,
+   claimed through flag `counter`. */
+typedef struct df_pool_desc {
+  bool present;
+  uint32_t first, items, stride, counter;
+} df_pool_desc;
+
+/* Find and check the pool: every queue starts with the same OP_POOL record
+   or none does; the region is the instructions after the queues; an item
+   is an ITER then handler instructions, padded with EXITs; no pool
+   instruction receives, and no comm of the plan is a cluster transfer.
+   queue_end: where the queues end (the sum of their lengths). */
+df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_desc *out);
 
 /* Build and check the launch package from packed records (REFERENCE 5.5). */
 df_status df_launch_package_build(const df_packed *k, df_launch_package *out);

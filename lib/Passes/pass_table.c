@@ -36,6 +36,8 @@ static const df_pass_info table[] = {
      "      SM under it that runs no other reduce of the task)\n"
      "      reduce-sms=N (df extension, round_robin all_at_once: the last N SMs run no ITER;\n"
      "      each task's last REDUCE and its FINALIZE run there, tasks in turn)\n"
+     "      pool-iters=BOOL (df extension, round_robin all_at_once: the ITERs go to one pool\n"
+     "      every CTA claims from at run time, longest first; all transfers through HBM)\n"
      "      skip-unary-reduce=BOOL (df extension, all_at_once: no REDUCE for a task of one\n"
      "      partial; its FINALIZE reads the partial)\n"
      "      block-size=auto (df extension, round_robin all_at_once: block size, balance-iters\n"

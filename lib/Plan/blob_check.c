@@ -19,9 +19,21 @@ static df_status check_queues(const df_packed *k) {
                   s, k->queue_offsets[s], next);
     next += k->queue_lengths[s];
   }
-  if (next != k->instr_count)
-    return fail("queues cover %" PRIu64 " instructions, not all %u", next, k->instr_count);
+  if (next > k->instr_count)
+    return fail("queues cover %" PRIu64 " instructions, more than the %u packed", next,
+                k->instr_count);
+  /* the rest is the ITER pool (docs/pool.md) */
+  df_pool_desc pool;
+  df_status st = df_packed_pool_find(k, (uint32_t)next, &pool);
+  if (df_failed(&st))
+    return fail("%s", st.message);
   return df_status_ok();
+}
+
+/* OP_POOL records and the pool's EXIT pads come from no plan
+   instruction. */
+static bool planless(const df_abi_instr *in) {
+  return in->opcode == DF_ABI_OP_POOL || in->opcode == DF_ABI_OP_EXIT;
 }
 
 /* Each packed instruction comes from a distinct plan instruction; plan
@@ -41,6 +53,8 @@ static df_status check_pack_order(const df_packed *k) {
   df_status st = df_status_ok();
   for (uint32_t i = 0; i < k->instr_count && !df_failed(&st); i++) {
     uint32_t id = k->pack_order[i];
+    if (id == S && planless(&k->instrs[i]))
+      continue;
     if (id >= plan_count)
       st = fail("pack_order %u: plan instruction id %u out of range (%" PRIu64 " instructions)",
                 i, id, plan_count);
@@ -54,8 +68,14 @@ static df_status check_pack_order(const df_packed *k) {
 static df_status check_instr(const df_packed *k, uint32_t i) {
   const df_abi_instr *in = &k->instrs[i];
   const char *op = df_blob_abi_opcode_name(in->opcode);
-  if (in->opcode > DF_ABI_OP_CLUSTER_SYNC)
-    return fail("instr %u: opcode %u out of range (0..4)", i, in->opcode);
+  if (in->opcode > DF_ABI_OP_POOL)
+    return fail("instr %u: opcode %u out of range (0..5)", i, in->opcode);
+  if (in->opcode == DF_ABI_OP_POOL) {
+    if (in->slot_id >= k->launch.flag_count)
+      return fail("instr %u: pool counter flag %u out of range (%u flags)", i, in->slot_id,
+                  k->launch.flag_count);
+    return df_status_ok(); /* the rest: df_packed_pool_find */
+  }
   bool handlerless = in->opcode == DF_ABI_OP_EXIT || in->opcode == DF_ABI_OP_CLUSTER_SYNC;
   if (handlerless && in->handler_id != S)
     return fail("instr %u: handler_id %u must be S for opcode %s", i, in->handler_id, op);

@@ -105,11 +105,25 @@ static df_status build(const df_packed *k, const df_cost_params *prm, const df_a
       g->cta[i] = s;
       g->queue_pred[i] = p ? i - 1 : DF_SENTINEL;
     }
+  /* A pool's items (docs/pool.md) run where they are claimed: counted
+     round-robin over the CTAs, each item modelled as free to start (the
+     model has no dynamic claims; it does not order an item after its
+     CTA's previous one). */
+  df_pool_desc pool;
+  uint32_t qend = k->topology.sm_count ? k->queue_offsets[k->topology.sm_count - 1] +
+                                             k->queue_lengths[k->topology.sm_count - 1]
+                                       : 0;
+  DF_TRY(df_packed_pool_find(k, qend, &pool));
+  for (uint32_t i = pool.present ? pool.first : n; i < n; i++) {
+    uint32_t item = (i - pool.first) / pool.stride, m = (i - pool.first) % pool.stride;
+    g->cta[i] = item % k->topology.sm_count;
+    g->queue_pred[i] = m ? i - 1 : DF_SENTINEL;
+  }
   /* node costs and per-CTA sums */
   for (uint32_t i = 0; i < n; i++) {
     const df_abi_instr *in = &k->instrs[i];
     g->cycles[i] = 0;
-    if (in->opcode == DF_ABI_OP_EXIT)
+    if (in->opcode == DF_ABI_OP_EXIT || in->opcode == DF_ABI_OP_POOL)
       continue;
     uint32_t first = in->arg_offset / sizeof(df_abi_args);
     uint32_t parts = k->args[first].reserved1 ? k->args[first].reserved1 : 1;

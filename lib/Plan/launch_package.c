@@ -7,7 +7,7 @@
 
 static uint32_t ceil_div(uint32_t x, uint32_t d) { return (uint32_t)(((uint64_t)x + d - 1) / d); }
 
-static df_status check_queues(const df_packed *k) {
+static df_status check_queues(const df_packed *k, df_pool_desc *pool) {
   uint64_t at = 0;
   for (uint32_t s = 0; s < k->topology.sm_count; s++) {
     if (k->queue_offsets[s] != at)
@@ -17,22 +17,25 @@ static df_status check_queues(const df_packed *k) {
                               s, k->queue_offsets[s], (unsigned long long)at);
     at += k->queue_lengths[s];
   }
-  if (at != k->instr_count)
+  if (at > k->instr_count)
     return df_status_errorf(DF_EINVAL,
                             "launch package queues cover %llu of %u packed instructions",
                             (unsigned long long)at, k->instr_count);
-  return df_status_ok();
+  df_status st = df_packed_pool_find(k, (uint32_t)at, pool);
+  return df_failed(&st) ? df_status_wrap(st, "launch package") : st;
 }
 
 static df_status check_instr(const df_packed *k, uint32_t i) {
   const df_abi_instr *r = &k->instrs[i];
-  if ((uint64_t)r->comm_offset + r->comm_count > k->comm_count)
+  if (r->opcode != DF_ABI_OP_POOL && (uint64_t)r->comm_offset + r->comm_count > k->comm_count)
     return df_status_errorf(DF_EINVAL,
                             "packed instruction %u comm range [%u, +%u) exceeds %u comms", i,
                             r->comm_offset, r->comm_count, k->comm_count);
-  if (r->slot_id != DF_SENTINEL && r->slot_id >= k->slot_count)
+  if (r->opcode != DF_ABI_OP_POOL && r->slot_id != DF_SENTINEL && r->slot_id >= k->slot_count)
     return df_status_errorf(DF_EINVAL, "packed instruction %u names slot %u of %u", i,
                             r->slot_id, k->slot_count);
+  if (r->opcode == DF_ABI_OP_POOL)
+    return df_status_ok(); /* df_packed_pool_find */
   if (r->opcode == DF_ABI_OP_EXIT) {
     if (r->arg_offset != DF_SENTINEL)
       return df_status_errorf(DF_EINVAL,
@@ -97,7 +100,7 @@ static df_status check_comm(const df_packed *k, uint32_t i) {
   return df_status_ok();
 }
 
-static df_status check(const df_packed *k) {
+static df_status check(const df_packed *k, df_pool_desc *pool) {
   if (k->abi_version != DF_ABI_VERSION)
     return df_status_errorf(DF_EINVAL,
                             "packed plan ABI version %u does not match the runtime's %u",
@@ -107,7 +110,7 @@ static df_status check(const df_packed *k) {
       (k->input_slot_count && !k->input_slots) || (k->task_coord_count && !k->task_coords) ||
       !k->queue_offsets || !k->queue_lengths)
     return df_status_errorf(DF_EINVAL, "packed plan buffers are missing for its record counts");
-  DF_TRY(check_queues(k));
+  DF_TRY(check_queues(k, pool));
   for (uint32_t i = 0; i < k->instr_count; i++)
     DF_TRY(check_instr(k, i));
   for (uint32_t i = 0; i < k->comm_count; i++)
@@ -160,7 +163,8 @@ static df_status barrier_inits(const df_packed *k, const df_allocator *al,
 }
 
 static df_status build(const df_packed *k, const df_allocator *al, df_launch_package *l) {
-  DF_TRY(check(k));
+  df_pool_desc pool;
+  DF_TRY(check(k, &pool));
   l->abi_version = k->abi_version;
   l->sm_count = k->topology.sm_count;
   l->cluster_size = k->topology.cluster_size;
@@ -179,6 +183,10 @@ static df_status build(const df_packed *k, const df_allocator *al, df_launch_pac
       acks = max_plus_one(acks, c->flag_index);
     if (c->kind == DF_COMM_HBM_SEND || c->kind == DF_COMM_HBM_RECV)
       l->needs_flag_reset = true;
+  }
+  if (pool.present) { /* the claim counter: a flag, reset with the others */
+    flags = max_plus_one(flags, pool.counter);
+    l->needs_flag_reset = true;
   }
   uint64_t bytes = (uint64_t)l->barrier_count * DF_BARRIER_BYTES;
   l->barrier_bytes = (uint32_t)bytes;

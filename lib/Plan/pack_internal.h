@@ -38,6 +38,11 @@ df_status df_pack_records(df_pack_ctx *c);
 /* Source-lifetime actions into args word 14 (REFERENCE 5.4). */
 df_status df_pack_source_lifetimes(df_pack_ctx *c);
 
+/* The ITER pool of a pool_iters plan (docs/pool.md): moves its items out
+   of the queues and starts each queue with OP_POOL; after the records,
+   before the launch package. */
+df_status df_pack_pool(df_pack_ctx *c);
+
 /* "Dataflow ABI value must fit uint32, got X". */
 static inline df_status df_abi_u32(uint64_t v, uint32_t *out) {
   if (v > UINT32_MAX)

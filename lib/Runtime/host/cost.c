@@ -27,7 +27,7 @@ void hb_cost_edge(hb_run *r, hb_cta *c, uint32_t from_instr, bool cluster) {
              (cluster ? r->o.cost.cluster_latency : r->o.cost.hbm_latency);
   if (c->phase == HB_PH_ISSUE || c->phase == HB_PH_SEND) {
     /* a late edge (gated push): the instruction cannot finish before it */
-    uint32_t cur = c->q0 + c->pc;
+    uint32_t cur = c->cur;
     if (t > r->instr_finish[cur]) {
       r->instr_finish[cur] = t;
       c->t_free = t;

@@ -51,6 +51,10 @@ df_status hb_check_landing(hb_run *r, uint32_t from, uint32_t send, uint32_t x, 
     const df_abi_instr *in = &k->instrs[i];
     if (in->opcode == DF_ABI_OP_EXIT)
       break;
+    if (in->opcode == DF_ABI_OP_POOL) /* its items write no slot of this CTA that a
+                                         transfer lands in: pooled plans have no cluster
+                                         pushes */
+      continue;
     /* every part of a fused instruction; an input an earlier part writes
        (inner[]) is new contents, written after the instruction's receives */
     uint32_t inner[DF_FUSE_MAX_PARTS], ninner = 0;

@@ -76,6 +76,10 @@ typedef enum hb_phase {
 
 typedef struct hb_cta {
   uint32_t id, q0, qlen, pc;
+  /* the instruction being run: q0 + pc, or a pool item's (docs/pool.md) */
+  uint32_t cur;
+  bool pooled;        /* at its OP_POOL, running claimed items */
+  uint32_t item_left; /* instructions after cur in the claimed item */
   hb_phase phase;
   uint32_t cursor; /* next comm of the current phase */
   bool sync_arrived;
@@ -116,6 +120,8 @@ typedef struct hb_text {
 typedef struct hb_run {
   const df_packed *k;
   df_launch_package pkg;
+  df_pool_desc pool;
+  uint32_t pool_next; /* the claim counter */
   df_host_options o;
   df_allocator al;
   const df_handler_fn *handlers;

@@ -35,7 +35,7 @@ static bool kind_in(uint32_t kind, hb_phase ph) {
 
 /* The next transfer group of the current phase at or after the cursor. */
 static uint32_t next_comm(const hb_run *r, const hb_cta *c) {
-  const df_abi_instr *in = &r->k->instrs[c->q0 + c->pc];
+  const df_abi_instr *in = &r->k->instrs[c->cur];
   uint32_t end = in->comm_offset + in->comm_count;
   for (uint32_t j = c->cursor; j < end; j += hb_group_len(r->k, j))
     if (kind_in(r->k->comms[j].kind, c->phase))
@@ -45,7 +45,7 @@ static uint32_t next_comm(const hb_run *r, const hb_cta *c) {
 
 static void enter(hb_run *r, hb_cta *c, hb_phase ph) {
   c->phase = ph;
-  c->cursor = r->k->instrs[c->q0 + c->pc].comm_offset;
+  c->cursor = r->k->instrs[c->cur].comm_offset;
 }
 
 static df_status run_comm(hb_run *r, hb_cta *c, uint32_t j, hb_step_result *res) {
@@ -74,11 +74,51 @@ static df_status comm_phase(hb_run *r, hb_cta *c, hb_phase next, hb_step_result 
   return df_status_ok();
 }
 
+/* The next instruction of a claimed pool item, else the next item the
+   shared counter hands out (one claim per step, so CTAs interleave as
+   they would claim on the GPU); false once the pool is empty. */
+static bool pool_next(hb_run *r, hb_cta *c) {
+  const df_packed *k = r->k;
+  if (c->item_left) {
+    c->item_left--;
+    if (k->instrs[++c->cur].opcode != DF_ABI_OP_EXIT)
+      return true;
+    c->item_left = 0;
+  }
+  if (r->flags) /* the device's counter: every claim adds one, the last fails */
+    r->flags[r->pool.counter]++;
+  if (r->pool_next >= r->pool.items)
+    return false;
+  c->cur = r->pool.first + r->pool_next++ * r->pool.stride;
+  c->item_left = r->pool.stride - 1;
+  for (uint32_t i = c->cur; i < c->cur + r->pool.stride; i++) {
+    r->instr_cta[i] = c->id;
+    r->instr_pos[i] = c->pc;
+  }
+  return true;
+}
+
 static df_status fetch(hb_run *r, hb_cta *c) {
-  if (c->pc >= c->qlen || r->k->instrs[c->q0 + c->pc].opcode == DF_ABI_OP_EXIT) {
+  if (c->pooled) {
+    if (pool_next(r, c))
+      goto run;
+    c->pooled = false;
+    c->pc++;
+  }
+  if (c->pc < c->qlen && r->k->instrs[c->q0 + c->pc].opcode == DF_ABI_OP_POOL) {
+    c->pooled = true;
+    c->item_left = 0;
+    if (pool_next(r, c))
+      goto run;
+    c->pooled = false;
+    c->pc++;
+  }
+  c->cur = c->q0 + c->pc;
+  if (c->pc >= c->qlen || r->k->instrs[c->cur].opcode == DF_ABI_OP_EXIT) {
     c->phase = HB_PH_EXIT;
     return df_status_ok();
   }
+run:
   c->t_ready = 0;
   enter(r, c, HB_PH_CLUSTER_RECV);
   return df_status_ok();
@@ -102,14 +142,15 @@ df_status hb_step(hb_run *r, hb_cta *c, hb_step_result *res) {
   case HB_PH_CLUSTER_RECV: return comm_phase(r, c, HB_PH_HBM_RECV, res);
   case HB_PH_HBM_RECV: return comm_phase(r, c, HB_PH_DISPATCH, res);
   case HB_PH_DISPATCH:
-    DF_TRY(hb_dispatch(r, c, c->q0 + c->pc, res));
+    DF_TRY(hb_dispatch(r, c, c->cur, res));
     if (*res == HB_STEP_PROGRESS)
       enter(r, c, HB_PH_ISSUE);
     return df_status_ok();
   case HB_PH_ISSUE: return comm_phase(r, c, HB_PH_SEND, res);
   case HB_PH_SEND: return comm_phase(r, c, HB_PH_NEXT, res);
   case HB_PH_NEXT:
-    c->pc++;
+    if (!c->pooled)
+      c->pc++;
     c->phase = HB_PH_FETCH;
     return df_status_ok();
   case HB_PH_EXIT: return finish_exit(r, c, res);

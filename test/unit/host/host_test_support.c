@@ -350,9 +350,14 @@ static uint32_t owner(const df_packed *k, uint32_t comm) {
   return DF_SENTINEL;
 }
 
+/* OP_POOL's comm_offset and flags name its pool, not comms. */
+static bool is_pool(const df_abi_instr *in) { return in->opcode == DF_ABI_OP_POOL; }
+
 void ht_fix_flags(df_packed *k) {
   for (uint32_t i = 0; i < k->instr_count; i++) {
     df_abi_instr *in = &k->instrs[i];
+    if (is_pool(in))
+      continue;
     uint32_t recv = 0, send = 0;
     for (uint32_t j = in->comm_offset; j < in->comm_offset + in->comm_count; j++) {
       uint32_t kind = k->comms[j].kind;
@@ -369,7 +374,7 @@ void ht_delete_comm(df_packed *k, uint32_t comm) {
   memmove(&k->comms[comm], &k->comms[comm + 1], sizeof(df_abi_comm) * (k->comm_count - comm - 1));
   k->comm_count--;
   for (uint32_t n = 0; n < k->instr_count; n++)
-    if (n != i && k->instrs[n].comm_offset > comm)
+    if (n != i && !is_pool(&k->instrs[n]) && k->instrs[n].comm_offset > comm)
       k->instrs[n].comm_offset--;
   k->instrs[i].comm_count--;
   ht_fix_flags(k);
@@ -385,7 +390,7 @@ void ht_insert_comm(df_packed *k, uint32_t instr, const df_abi_comm *c) {
   p[pos] = *c;
   k->comm_count++;
   for (uint32_t n = 0; n < k->instr_count; n++)
-    if (n != instr && k->instrs[n].comm_offset >= pos)
+    if (n != instr && !is_pool(&k->instrs[n]) && k->instrs[n].comm_offset >= pos)
       k->instrs[n].comm_offset++;
   if (k->instrs[instr].comm_count == 0)
     k->instrs[instr].comm_offset = pos;

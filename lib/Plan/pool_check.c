@@ -1,0 +1,91 @@
+/* The rules a packed ITER pool keeps (docs/pool.md), for the launch
+   package, the blob checks and the runtimes. */
+#include "df/plan.h"
+
+#define S DF_SENTINEL
+
+#define fail(...) df_status_errorf(DF_EINVAL, __VA_ARGS__)
+
+static df_status check_record(const df_packed *k, const df_pool_desc *d, uint32_t pi) {
+  const df_abi_instr *r = &k->instrs[pi];
+  uint32_t m = (pi - d->first) % d->stride;
+  bool pad = m && k->instrs[pi - 1].opcode == DF_ABI_OP_EXIT;
+  if (m == 0 && r->opcode != DF_ABI_OP_ITER)
+    return fail("pool instruction %u: item %u starts with opcode %u, not an ITER", pi,
+                (pi - d->first) / d->stride, r->opcode);
+  if (pad && r->opcode != DF_ABI_OP_EXIT)
+    return fail("pool instruction %u: opcode %u after an EXIT pad of item %u", pi, r->opcode,
+                (pi - d->first) / d->stride);
+  if (r->opcode == DF_ABI_OP_EXIT)
+    return df_status_ok();
+  if (r->opcode != DF_ABI_OP_ITER && r->opcode != DF_ABI_OP_REDUCE &&
+      r->opcode != DF_ABI_OP_FINALIZE)
+    return fail("pool instruction %u: opcode %u is not a handler instruction (item %u)", pi,
+                r->opcode, (pi - d->first) / d->stride);
+  if (r->handler_id == S)
+    return fail("pool instruction %u: opcode %u has no handler (item %u)", pi, r->opcode,
+                (pi - d->first) / d->stride);
+  for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count; j++)
+    if (df_comm_kind_is_recv((df_comm_kind)k->comms[j].kind))
+      return fail("pool instruction %u: comm %u receives (kind %u); a pooled instruction "
+                  "must not wait",
+                  pi, j, k->comms[j].kind);
+  return df_status_ok();
+}
+
+static df_status check_region(const df_packed *k, const df_pool_desc *d) {
+  for (uint32_t j = 0; j < k->comm_count; j++) {
+    uint32_t kind = k->comms[j].kind;
+    if (kind == DF_COMM_CLUSTER_SEND || kind == DF_COMM_CLUSTER_RECV ||
+        kind == DF_COMM_CLUSTER_RELEASE)
+      return fail("comm %u is a cluster transfer (kind %u) in a plan with a pool of %u "
+                  "items; pooled plans move every intermediate through HBM",
+                  j, kind, d->items);
+  }
+  for (uint32_t pi = d->first; pi < k->instr_count; pi++)
+    DF_TRY(check_record(k, d, pi));
+  return df_status_ok();
+}
+
+df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_desc *out) {
+  *out = (df_pool_desc){false, 0, 0, 0, 0};
+  uint32_t sms = k->topology.sm_count, with = 0;
+  const df_abi_instr *first = NULL;
+  for (uint32_t q = 0; q < sms; q++) {
+    uint32_t q0 = k->queue_offsets[q], q1 = q0 + k->queue_lengths[q];
+    for (uint32_t pi = q0; pi < q1; pi++) {
+      const df_abi_instr *r = &k->instrs[pi];
+      if (r->opcode != DF_ABI_OP_POOL)
+        continue;
+      if (pi != q0)
+        return fail("instruction %u: OP_POOL at position %u of queue %u; it must come first",
+                    pi, pi - q0, q);
+      if (first && (r->comm_offset != first->comm_offset || r->task_id != first->task_id ||
+                    r->flags != first->flags || r->slot_id != first->slot_id))
+        return fail("instruction %u: queue %u's OP_POOL differs from instruction %u's", pi, q,
+                    (uint32_t)(first - k->instrs));
+      first = first ? first : r;
+      with++;
+    }
+  }
+  if (!with)
+    return queue_end == k->instr_count
+               ? df_status_ok()
+               : fail("queues cover %u of %u packed instructions", queue_end, k->instr_count);
+  if (with != sms)
+    return fail("%u of %u queues start with OP_POOL; all or none must", with, sms);
+  const df_abi_instr *r = first;
+  if (r->handler_id != S || r->arg_offset != S || r->comm_count != 0)
+    return fail("instruction %u: OP_POOL needs handler_id and arg_offset S and no comms "
+                "(got handler %u, %u comms)",
+                (uint32_t)(r - k->instrs), r->handler_id, r->comm_count);
+  uint64_t end = (uint64_t)r->comm_offset + (uint64_t)r->flags * r->task_id;
+  if (r->task_id == 0 || r->flags == 0 || r->comm_offset != queue_end || end != k->instr_count)
+    return fail("OP_POOL region [%u, +%u items) must start where the queues end (%u) and "
+                "fill the rest of the instructions, with items of at least one",
+                r->comm_offset, r->flags, queue_end);
+  *out = (df_pool_desc){true, r->comm_offset, r->flags, r->task_id, r->slot_id};
+  if (out->counter == S)
+    return fail("OP_POOL of %u items names no counter flag", out->items);
+  return check_region(k, out);
+}

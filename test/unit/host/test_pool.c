@@ -1,0 +1,361 @@
+/* The ITER pool (df_schedule_options.pool_iters, docs/pool.md): pooled
+   plans of several placements compute the attention on the host backend,
+   whose CTAs claim the items from the shared counter as the device does;
+   the pool's layout (OP_POOL first in every queue, items longest first,
+   one-block tasks' FINALIZE inside their item) survives a blob round
+   trip; plans that break a pool rule are refused by df_pack with the
+   rule, and corrupted pools by the blob checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "df/blob.h"
+#include "df/fuse.h"
+#include "host_test_support.h"
+#include "seed_plans.h"
+
+enum { TASKS = 7, BLOCK = 128 };
+static const uint32_t KV[TASKS] = {300, 40, 700, 129, 64, 1000, 128};
+
+typedef struct variant {
+  uint32_t sms, cluster;
+  bool balance, defer, skip_unary, direct;
+  uint32_t fan_in, reduce_sms;
+} variant;
+
+static const variant VARIANTS[] = {
+    {4, 1, false, false, false, false, 0, 0}, {4, 2, true, true, true, true, 4, 0},
+    {7, 1, true, false, true, false, 2, 0},   {3, 1, false, true, false, true, 0, 1},
+    {5, 1, true, true, true, true, 0, 2},     {1, 1, false, false, true, false, 3, 0},
+};
+enum { NVARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
+
+static df_plan *schedule(const df_program *prog, const variant *v, bool pool) {
+  df_schedule_options o = ht_kv_options(v->sms, v->cluster, KV, TASKS, BLOCK);
+  o.extent_count = 1;
+  o.extents[0] = TASKS;
+  o.policy = DF_POLICY_ROUND_ROBIN;
+  o.strategy = DF_REDUCE_ALL_AT_ONCE;
+  o.include_exit = true;
+  o.balance_iters = v->balance;
+  o.defer_reduces = v->defer;
+  o.skip_unary_reduce = v->skip_unary;
+  o.reduce_fan_in = v->fan_in;
+  o.reduce_sms = v->reduce_sms;
+  o.pool_iters = pool;
+  df_plan *p = NULL;
+  df_status st = df_schedule(prog, &o, &p);
+  if (st.code != DF_OK)
+    fprintf(stderr, "schedule: %s\n", st.message);
+  assert_int_equal(st.code, DF_OK);
+  return p;
+}
+
+static df_pack_options pack_options(const variant *v) {
+  df_pack_options po;
+  memset(&po, 0, sizeof po);
+  po.skip_fingerprint = true;
+  po.layout.hbm_direct_global = v->direct;
+  return po;
+}
+
+static df_pool_desc pool_of(const df_packed *k) {
+  uint32_t queued = 0;
+  for (uint32_t q = 0; q < k->topology.sm_count; q++)
+    queued += k->queue_lengths[q];
+  df_pool_desc d;
+  assert_int_equal(df_packed_pool_find(k, queued, &d).code, DF_OK);
+  return d;
+}
+
+static const df_abi_args *args_at(const df_packed *k, uint32_t pi) {
+  return &k->args[k->instrs[pi].arg_offset / sizeof(df_abi_args)];
+}
+
+/* Every queue starts with OP_POOL, no ITER is left in a queue, the items
+   are ITERs longest first, and each ITER of a one-block task carries its
+   FINALIZE when skip_unary_reduce leaves one. */
+static void check_layout(const df_packed *k, const variant *v) {
+  df_pool_desc d = pool_of(k);
+  assert_true(d.present);
+  uint32_t iters = 0, with_finalize = 0;
+  for (uint32_t q = 0; q < k->topology.sm_count; q++) {
+    assert_int_equal(k->instrs[k->queue_offsets[q]].opcode, DF_ABI_OP_POOL);
+    for (uint32_t p = 1; p < k->queue_lengths[q]; p++)
+      assert_int_not_equal(k->instrs[k->queue_offsets[q] + p].opcode, DF_ABI_OP_ITER);
+  }
+  uint32_t prev = UINT32_MAX;
+  for (uint32_t i = 0; i < d.items; i++) {
+    uint32_t pi = d.first + i * d.stride;
+    assert_int_equal(k->instrs[pi].opcode, DF_ABI_OP_ITER);
+    const df_abi_args *a = args_at(k, pi);
+    uint32_t len = a->range_end - a->range_begin;
+    assert_true(len <= prev);
+    prev = len;
+    iters++;
+    if (d.stride > 1 && k->instrs[pi + 1].opcode == DF_ABI_OP_FINALIZE)
+      with_finalize++;
+  }
+  uint32_t blocks = 0, one_block = 0;
+  for (uint32_t t = 0; t < TASKS; t++) {
+    blocks += (KV[t] + BLOCK - 1) / BLOCK;
+    one_block += KV[t] <= BLOCK;
+  }
+  assert_int_equal(iters, blocks);
+  assert_int_equal(with_finalize, v->skip_unary ? one_block : 0);
+}
+
+static void run_and_check(const df_packed *k, const df_pool_desc *d) {
+  df_host_options o = df_host_options_default();
+  float *rows;
+  df_host_result res;
+  df_status st = ht_run_attention(k, TASKS, BLOCK, &o, &rows, &res);
+  if (st.code != DF_OK)
+    fprintf(stderr, "%s\n", st.message);
+  assert_int_equal(st.code, DF_OK);
+  ht_check_attention(rows, KV, TASKS);
+  /* every CTA claimed until one claim found the pool empty */
+  assert_non_null(res.flags);
+  assert_int_equal(res.flags[d->counter], d->items + k->topology.sm_count);
+  free(rows);
+  df_host_result_free(&res);
+}
+
+static void pooled_plans_compute(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  for (int i = 0; i < NVARIANTS; i++) {
+    const variant *v = &VARIANTS[i];
+    df_plan *p = schedule(prog, v, true);
+    assert_true(p->pool_iters);
+    for (uint32_t c = 0; c < p->comm_count; c++)
+      assert_false(df_comm_kind_is_cluster(p->comms[c].kind));
+    df_pack_options po = pack_options(v);
+    df_packed *k = ht_pack(p, &po);
+    check_layout(k, v);
+    df_pool_desc d = pool_of(k);
+    run_and_check(k, &d);
+    /* a blob round trip keeps the pool, and the checks accept it */
+    uint8_t *bytes;
+    size_t len;
+    assert_int_equal(df_blob_write(k, NULL, NULL, &bytes, &len).code, DF_OK);
+    df_packed *back;
+    df_status st = df_blob_read(bytes, len, NULL, &back, NULL);
+    if (st.code != DF_OK)
+      fprintf(stderr, "%s\n", st.message);
+    assert_int_equal(st.code, DF_OK);
+    assert_int_equal(back->instr_count, k->instr_count);
+    assert_memory_equal(back->instrs, k->instrs, sizeof(df_abi_instr) * k->instr_count);
+    run_and_check(back, &d);
+    df_packed_destroy(back);
+    free(bytes);
+    df_packed_destroy(k);
+    df_plan_destroy(p);
+  }
+  df_program_destroy(prog);
+}
+
+/* The pool is part of the fingerprint: the same records without it hash
+   differently, and a clone keeps it. */
+static void pool_changes_the_fingerprint(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  df_plan *a = schedule(prog, &VARIANTS[1], true);
+  df_plan *c;
+  assert_int_equal(df_plan_clone(a, &c).code, DF_OK);
+  assert_true(c->pool_iters);
+  char fa[65], fc[65];
+  assert_int_equal(df_plan_fingerprint(a, fa).code, DF_OK);
+  assert_int_equal(df_plan_fingerprint(c, fc).code, DF_OK);
+  assert_string_equal(fa, fc);
+  c->pool_iters = false;
+  assert_int_equal(df_plan_fingerprint(c, fc).code, DF_OK);
+  assert_string_not_equal(fa, fc);
+  df_plan_destroy(a);
+  df_plan_destroy(c);
+  df_program_destroy(prog);
+}
+
+static void expect_pack_error(const df_plan *p, const df_pack_options *po, const char *what) {
+  df_packed *k = NULL;
+  df_status st = df_pack(p, po, NULL, &k);
+  assert_int_equal(st.code, DF_EINVAL);
+  if (!strstr(st.message, what))
+    fprintf(stderr, "message: %s\n", st.message);
+  assert_non_null(strstr(st.message, what));
+  assert_null(k);
+}
+
+/* Plans that break a pool rule: df_pack names the rule. */
+static void pack_refuses_unpoolable_plans(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  /* scheduled without the pool: a REDUCE reads its own SM's partial with
+     no receive, and cluster pairs push partials */
+  variant v = {4, 1, false, false, false, false, 0, 0};
+  df_plan *p = schedule(prog, &v, false);
+  p->pool_iters = true;
+  df_pack_options po = pack_options(&v);
+  expect_pack_error(p, &po, "without an HBM receive");
+  df_plan_destroy(p);
+  v.cluster = 2;
+  p = schedule(prog, &v, false);
+  p->pool_iters = true;
+  expect_pack_error(p, &po, "cluster transfer");
+  df_plan_destroy(p);
+  /* one flag shared by every transfer */
+  v.cluster = 1;
+  p = schedule(prog, &v, true);
+  po.layout.reuse_hbm_flags = true;
+  expect_pack_error(p, &po, "flag per transfer");
+  df_plan_destroy(p);
+  /* a fused ITER */
+  po.layout.reuse_hbm_flags = false;
+  v.skip_unary = true;
+  v.defer = true;
+  p = schedule(prog, &v, true);
+  df_fuse_options fo = {0, false};
+  df_fuse_report fr;
+  assert_int_equal(df_plan_fuse(p, &fo, &fr).code, DF_OK);
+  assert_true(fr.groups > 0);
+  expect_pack_error(p, &po, "fused ITER");
+  df_plan_destroy(p);
+  df_program_destroy(prog);
+}
+
+/* pool_iters needs round_robin all_at_once without even_split and a
+   partial/reduce program. */
+static void schedule_refuses_other_placements(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  df_schedule_options o = ht_kv_options(4, 1, KV, TASKS, BLOCK);
+  o.pool_iters = true;
+  struct {
+    df_policy p;
+    df_reduce_strategy s;
+    bool even;
+    const char *what;
+  } bad[] = {
+      {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_ALL_AT_ONCE, false, "'round_robin'"},
+      {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING, false, "'all_at_once'"},
+      {DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE, true, "with even_split"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    o.policy = bad[i].p;
+    o.strategy = bad[i].s;
+    o.even_split = bad[i].even;
+    df_plan *p = NULL;
+    df_status st = df_schedule(prog, &o, &p);
+    assert_int_equal(st.code, DF_EINVAL);
+    if (!strstr(st.message, "pool_iters"))
+      fprintf(stderr, "message: %s\n", st.message);
+    assert_non_null(strstr(st.message, "pool_iters"));
+    if (!strstr(st.message, bad[i].what))
+      fprintf(stderr, "message: %s\n", st.message);
+    assert_non_null(strstr(st.message, bad[i].what));
+    assert_null(p);
+  }
+  df_program_destroy(prog);
+}
+
+static df_packed *pooled(const df_program *prog) {
+  variant v = {4, 1, true, true, true, true, 0, 0};
+  df_plan *p = schedule(prog, &v, true);
+  df_pack_options po = pack_options(&v);
+  df_packed *k = ht_pack(p, &po);
+  df_plan_destroy(p);
+  return k;
+}
+
+/* Written (when the writer accepts the records) and read back: one of
+   the two names the rule. */
+static df_status write_read(const df_packed *k) {
+  uint8_t *bytes;
+  size_t len;
+  df_status st = df_blob_write(k, NULL, NULL, &bytes, &len);
+  if (st.code != DF_OK)
+    return st;
+  df_packed *back = NULL;
+  st = df_blob_read(bytes, len, NULL, &back, NULL);
+  df_packed_destroy(back);
+  free(bytes);
+  return st;
+}
+
+static void expect_check_error(const df_packed *k, const char *what) {
+  df_status st = write_read(k);
+  assert_int_not_equal(st.code, DF_OK);
+  if (!strstr(st.message, what))
+    fprintf(stderr, "message: %s\n", st.message);
+  assert_non_null(strstr(st.message, what));
+}
+
+/* Corrupted pools fail the blob checks with the rule. */
+static void blob_checks_reject_bad_pools(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  df_packed *k = pooled(prog);
+  assert_int_equal(write_read(k).code, DF_OK);
+  df_pool_desc d = pool_of(k);
+  df_abi_instr saved;
+  /* OP_POOL not first in its queue */
+  uint32_t q1 = k->queue_offsets[1];
+  ht_swap_instrs(k, q1, q1 + 1);
+  expect_check_error(k, "it must come first");
+  ht_swap_instrs(k, q1, q1 + 1);
+  /* queues disagree */
+  k->instrs[q1].flags++;
+  expect_check_error(k, "differs");
+  k->instrs[q1].flags--;
+  /* a queue without OP_POOL */
+  saved = k->instrs[q1];
+  k->instrs[q1] = (df_abi_instr){DF_ABI_OP_EXIT, DF_SENTINEL, DF_SENTINEL, DF_SENTINEL,
+                                 0, 0, DF_SENTINEL, 0};
+  expect_check_error(k, "all or none");
+  k->instrs[q1] = saved;
+  /* a region that does not fill the rest */
+  for (uint32_t q = 0; q < k->topology.sm_count; q++)
+    k->instrs[k->queue_offsets[q]].flags = d.items - 1;
+  expect_check_error(k, "fill the rest");
+  for (uint32_t q = 0; q < k->topology.sm_count; q++)
+    k->instrs[k->queue_offsets[q]].flags = d.items;
+  /* a counter outside the flags */
+  for (uint32_t q = 0; q < k->topology.sm_count; q++)
+    k->instrs[k->queue_offsets[q]].slot_id = k->launch.flag_count;
+  expect_check_error(k, "counter flag");
+  for (uint32_t q = 0; q < k->topology.sm_count; q++)
+    k->instrs[k->queue_offsets[q]].slot_id = d.counter;
+  /* an item that does not start with an ITER */
+  k->instrs[d.first].opcode = DF_ABI_OP_FINALIZE;
+  expect_check_error(k, "not an ITER");
+  k->instrs[d.first].opcode = DF_ABI_OP_ITER;
+  assert_int_equal(write_read(k).code, DF_OK);
+  /* a pooled instruction that receives */
+  df_abi_comm c = k->comms[0];
+  c.kind = DF_COMM_HBM_RECV;
+  ht_insert_comm(k, d.first, &c);
+  df_launch_package l;
+  df_status st = df_launch_package_build(k, &l);
+  assert_int_equal(st.code, DF_EINVAL);
+  if (!strstr(st.message, "must not wait"))
+    fprintf(stderr, "message: %s\n", st.message);
+  assert_non_null(strstr(st.message, "must not wait"));
+  df_packed_destroy(k);
+  df_program_destroy(prog);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(pooled_plans_compute),
+      cmocka_unit_test(pool_changes_the_fingerprint),
+      cmocka_unit_test(pack_refuses_unpoolable_plans),
+      cmocka_unit_test(schedule_refuses_other_placements),
+      cmocka_unit_test(blob_checks_reject_bad_pools),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
