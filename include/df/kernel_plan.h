@@ -32,7 +32,10 @@ extern "C" {
    is 0 the guard still tests the pending source ranges at run time.
    Without it the packer's actions are trusted as they are. */
 #define DF_FEATURE_SOURCE_TEST (1u << 9)
-#define DF_FEATURES_ALL 0x3FFu
+/* OP_POOL records: the ITER pool's claims (docs/pool.md). From the
+   instructions, not the comms: df_packed_features adds it. */
+#define DF_FEATURE_POOL (1u << 10)
+#define DF_FEATURES_ALL 0x7FFu
 /* Not a protocol path: the records come from df_embedded_plan. */
 #define DF_FEATURE_EMBEDDED_PLAN (1u << 16)
 /* Not a protocol path (df-translate --df-resolve=off): cluster-receiving

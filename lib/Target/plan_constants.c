@@ -22,8 +22,13 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "embedding needs a lit
 #define DF_ADDRSPACE_CONST 4u
 
 uint32_t df_packed_features(const df_packed *k) {
-  return df_plan_features_of(k->comms, k->comm_count, k->slots, k->slot_count,
-                             k->topology.cluster_size);
+  uint32_t f = df_plan_features_of(k->comms, k->comm_count, k->slots, k->slot_count,
+                                   k->topology.cluster_size);
+  /* a pool starts every queue (df_packed_pool_find) */
+  if (k->instr_count && k->topology.sm_count && k->queue_lengths[0] &&
+      k->instrs[k->queue_offsets[0]].opcode == DF_ABI_OP_POOL)
+    f |= DF_FEATURE_POOL;
+  return f;
 }
 
 uint32_t df_kernel_features(const df_packed *k, const df_kernel_options *ko) {
@@ -38,7 +43,7 @@ void df_features_name(uint32_t f, char *buf, size_t cap) {
   static const char *const names[] = {"cluster", "cluster_send", "cluster_recv",
                                       "release", "gated",        "hbm",
                                       "hbm_bulk", "direct_global", "scratch",
-                                      "source_test"};
+                                      "source_test", "pool"};
   size_t n = 0;
   buf[0] = '\0';
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)

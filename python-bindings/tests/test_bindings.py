@@ -331,7 +331,7 @@ def test_packed_dump_equals_df_translate_plan_dump():
 
 def test_plan_dump_is_text_of_records_and_tables():
     text = _seed_plan().dump()
-    assert text.startswith("plan: abi_version=7 sm_count=4 cluster_size=2\n")
+    assert text.startswith("plan: abi_version=8 sm_count=4 cluster_size=2\n")
     assert "handler 3: name=combine kind=reduce primary=0" in text
     assert "launch_package:" in text and "needs_flag_reset=1" in text
 
@@ -503,3 +503,29 @@ def _timeout(C):
     status.code = 7
     status.message = b"watchdog"
     return status
+
+
+def test_pool_iters_schedules_and_packs_a_pool():
+    topology = df.GPUTopology(sm_count=4, cluster_size=2)
+    plan = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 40, 300]},
+                       block_size=64, pool_iters=True, skip_unary_reduce=True)
+    assert plan.pool_iters
+    # every transfer through HBM, even a reduce's input from its own SM
+    assert {c.kind for c in plan.comms} <= {"hbm_send", "hbm_recv"}
+    packed = df.pack_instruction_plan(plan, hbm_direct_global=True)
+    pool_op = df.abi_schema.constant("DF_ABI_OP_POOL")
+    heads = [packed.instructions[o] for o in packed.queue_offsets]
+    assert {h.opcode for h in heads} == {pool_op}
+    first, items, stride = heads[0].comm_offset, heads[0].flags, heads[0].task_id
+    assert first + items * stride == len(packed.instructions)
+    iter_op = df.abi_schema.constant("DF_ABI_OP_ITER")
+    assert [packed.instructions[first + i * stride].opcode for i in range(items)] \
+        == [iter_op] * items == [iter_op] * 8  # 2 + 1 + 5 blocks
+    # the flag survives the plan's round trip through C
+    assert df.pack_instruction_plan(plan).instructions[0].opcode == pool_op
+    plain = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100]},
+                        block_size=64)
+    assert not plain.pool_iters
+    with pytest.raises(ValueError, match="pool_iters needs scheduler policy 'round_robin'"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    pool_iters=True, even_split=True)

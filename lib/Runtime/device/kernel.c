@@ -112,6 +112,39 @@ DF_RT uint32_t chunk_word(const df_chunk *k, uint32_t pc, int i) {
   return (uint32_t)__nvvm_shfl_sync_idx_i32(k->mask, (int)k->w[i], (int)(pc - k->base), 31);
 }
 
+/* The ITER pool (docs/pool.md): at its OP_POOL record a CTA runs pool
+   items, claimed one at a time from a counter in the flags area, until a
+   claim comes back past the last item. The leader claims one item ahead
+   (DF_POOL_AHEAD, the default): the atomic's round trip then overlaps
+   the current item instead of preceding the next. Every claim adds one,
+   so a launch ends with the counter at items + CTAs (the host backend's
+   too). */
+#ifndef DF_POOL_AHEAD
+#define DF_POOL_AHEAD 1
+#endif
+typedef struct df_pool {
+  uint32_t *counter; /* NULL: not at an OP_POOL */
+  uint32_t first, items, stride;
+  uint32_t item, member; /* the running item and its next instruction */
+  uint32_t ahead;        /* leader: the claim made ahead, S = none yet */
+} df_pool;
+
+static __attribute__((address_space(3))) uint32_t pool_claimed;
+
+DF_RT uint32_t pool_claim(const df_rt *rt, df_pool *p) {
+  if (df_rt_leader(rt)) {
+    uint32_t got = DF_POOL_AHEAD && p->ahead != DF_SENTINEL
+                       ? p->ahead
+                       : df_ptx_atom_add_relaxed_gpu(p->counter, 1);
+    pool_claimed = got;
+    if (DF_POOL_AHEAD)
+      p->ahead = got < p->items ? df_ptx_atom_add_relaxed_gpu(p->counter, 1) : DF_SENTINEL;
+  }
+  /* Published by this barrier; rewritten only after the item's own. */
+  df_ptx_bar_sync();
+  return pool_claimed;
+}
+
 /* Kernel parameters, in order (REFERENCE 6, then df's by-value words):
      0 instructions          const df_abi_instr *     packed queues
      1 queue_offsets         const uint32_t *         first instruction per queue
@@ -216,27 +249,69 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
   k.base = 0;
   if (length)
     chunk_load(&k, queue, 0, length);
-  for (uint32_t pc = 0; pc < length; pc++) {
+  df_pool pool = {(uint32_t *)0, 0, 0, 0, 0, 0, DF_SENTINEL};
+  for (uint32_t pc = 0;;) {
+    uint32_t op, handler_id, arg_offset, comm_offset, n;
+    if (DF_HAS(DF_FEATURE_POOL) && __builtin_expect(pool.counter != (uint32_t *)0, 0)) {
+      if (pool.member == 0) {
+        pool.item = pool_claim(&rt, &pool);
+        if (pool.item >= pool.items) { /* empty: on with the queue */
+          pool.counter = (uint32_t *)0;
+          pc++;
+          continue;
+        }
+      }
+      const df_abi_instr *r = instructions + pool.first + pool.item * pool.stride + pool.member;
+      pool.member = pool.member + 1 == pool.stride ? 0 : pool.member + 1;
+      op = r->opcode;
+      handler_id = r->handler_id;
+      arg_offset = r->arg_offset;
+      comm_offset = r->comm_offset;
+      n = r->comm_count;
+      if (op == DF_ABI_OP_EXIT) { /* the item's padding */
+        pool.member = 0;
+        continue;
+      }
 #ifdef DF_RT_TRACE
-    rt.trace = q < DF_RT_TRACE_CTAS && pc < DF_RT_TRACE_INSTRS
-                   ? &df_rt_trace_buf[DF_RT_TRACE_INDEX(q, pc, 0, 0)]
-                   : (uint64_t *)0;
+      rt.trace = (uint64_t *)0; /* trace slots are per queue position */
 #endif
 #ifdef DF_RT_TRACE_DIAG
-    rt.diag = rt.trace ? &df_rt_diag_buf[DF_RT_DIAG_INDEX(q, pc, 0)] : (uint64_t *)0;
+      rt.diag = (uint64_t *)0;
 #endif
+    } else {
+      if (pc >= length)
+        break;
+#ifdef DF_RT_TRACE
+      rt.trace = q < DF_RT_TRACE_CTAS && pc < DF_RT_TRACE_INSTRS
+                     ? &df_rt_trace_buf[DF_RT_TRACE_INDEX(q, pc, 0, 0)]
+                     : (uint64_t *)0;
+#endif
+#ifdef DF_RT_TRACE_DIAG
+      rt.diag = rt.trace ? &df_rt_diag_buf[DF_RT_DIAG_INDEX(q, pc, 0)] : (uint64_t *)0;
+#endif
+      if (__builtin_expect(pc - k.base >= k.span, 0))
+        chunk_load(&k, queue, pc, length);
+      /* Every word read before the first test: the shuffles then overlap
+         instead of the opcode's latency preceding the others'. */
+      op = chunk_word(&k, pc, 0);
+      handler_id = chunk_word(&k, pc, 1);
+      arg_offset = chunk_word(&k, pc, 3);
+      comm_offset = chunk_word(&k, pc, 4);
+      n = chunk_word(&k, pc, 5);
+      if (op == DF_ABI_OP_EXIT)
+        break;
+      if (__builtin_expect(op == DF_ABI_OP_POOL, 0)) {
+        if (!DF_HAS(DF_FEATURE_POOL)) /* a kernel built for a plan without a pool */
+          __builtin_trap();
+        pool.counter = flags + chunk_word(&k, pc, 6);
+        pool.first = comm_offset;
+        pool.items = chunk_word(&k, pc, 7);
+        pool.stride = chunk_word(&k, pc, 2);
+        pool.member = 0;
+        continue;
+      }
+    }
     DF_RT_TRACE_AT(&rt, DF_RT_TRACE_TOP);
-    if (__builtin_expect(pc - k.base >= k.span, 0))
-      chunk_load(&k, queue, pc, length);
-    /* Every word read before the first test: the shuffles then overlap
-       instead of the opcode's latency preceding the others'. */
-    const uint32_t op = chunk_word(&k, pc, 0);
-    const uint32_t handler_id = chunk_word(&k, pc, 1);
-    const uint32_t arg_offset = chunk_word(&k, pc, 3);
-    const uint32_t comm_offset = chunk_word(&k, pc, 4);
-    const uint32_t n = chunk_word(&k, pc, 5);
-    if (op == DF_ABI_OP_EXIT)
-      break;
     const df_abi_args *a = (const df_abi_args *)(args + arg_offset);
     const df_abi_comm *c = comms + comm_offset;
     df_comm_scan scan = {0, 0, 0};
@@ -329,6 +404,8 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
     if (kinds & DF_KIND_BIT(DF_COMM_HBM_SEND))
       df_rt_hbm_send(&rt, c, n, hbm_prepared);
     DF_RT_TRACE_AT(&rt, DF_RT_TRACE_END);
+    if (!DF_HAS(DF_FEATURE_POOL) || !pool.counter)
+      pc++;
   }
 #ifdef DF_RT_TRACE
   rt.trace = (uint64_t *)0;

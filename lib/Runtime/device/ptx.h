@@ -38,6 +38,15 @@ DF_PTX uint32_t df_ptx_block(void) { return __nvvm_read_ptx_sreg_ctaid_x(); }
 /* ---- CTA and cluster barriers ------------------------------------------ */
 
 DF_PTX void df_ptx_bar_sync(void) { __nvvm_barrier_sync(0); }
+
+/* Relaxed GPU-scope fetch-and-add: a claim on a counter whose value
+   orders nothing else (the ITER pool's, docs/pool.md). Not volatile: the
+   result is waited for only where it is read. */
+DF_PTX uint32_t df_ptx_atom_add_relaxed_gpu(uint32_t *p, uint32_t v) {
+  uint32_t old;
+  __asm__("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
 /* bar.warp.sync over the whole warp: orders memory among its lanes. */
 DF_PTX void df_ptx_warp_sync(void) { __nvvm_bar_warp_sync(0xffffffffu); }
 
