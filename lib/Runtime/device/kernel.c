@@ -114,31 +114,31 @@ DF_RT uint32_t chunk_word(const df_chunk *k, uint32_t pc, int i) {
 
 /* The ITER pool (docs/pool.md): at its OP_POOL record a CTA runs pool
    items, claimed one at a time from a counter in the flags area, until a
-   claim comes back past the last item. The leader claims one item ahead
-   (DF_POOL_AHEAD, the default): the atomic's round trip then overlaps
-   the current item instead of preceding the next. Every claim adds one,
-   so a launch ends with the counter at items + CTAs (the host backend's
-   too). */
-#ifndef DF_POOL_AHEAD
-#define DF_POOL_AHEAD 1
+   claim comes back past the last item. The leader makes the next claim
+   as soon as the item's last handler returns (DF_POOL_EARLY, the
+   default), so the atomic's round trip overlaps the item's sends; a claim
+   made at the item's start would hold a second item through the whole
+   first one (run S: with about one item per CTA, half the CTAs took
+   two). Every claim adds one, so a launch ends with the counter at
+   items + CTAs (the host backend's too). */
+#ifndef DF_POOL_EARLY
+#define DF_POOL_EARLY 1
 #endif
 typedef struct df_pool {
   uint32_t *counter; /* NULL: not at an OP_POOL */
   uint32_t first, items, stride;
   uint32_t item, member; /* the running item and its next instruction */
-  uint32_t ahead;        /* leader: the claim made ahead, S = none yet */
+  uint32_t early;        /* leader: the next claim, made early; S = none */
 } df_pool;
 
 static __attribute__((address_space(3))) uint32_t pool_claimed;
 
 DF_RT uint32_t pool_claim(const df_rt *rt, df_pool *p) {
   if (df_rt_leader(rt)) {
-    uint32_t got = DF_POOL_AHEAD && p->ahead != DF_SENTINEL
-                       ? p->ahead
+    pool_claimed = DF_POOL_EARLY && p->early != DF_SENTINEL
+                       ? p->early
                        : df_ptx_atom_add_relaxed_gpu(p->counter, 1);
-    pool_claimed = got;
-    if (DF_POOL_AHEAD)
-      p->ahead = got < p->items ? df_ptx_atom_add_relaxed_gpu(p->counter, 1) : DF_SENTINEL;
+    p->early = DF_SENTINEL;
   }
   /* Published by this barrier; rewritten only after the item's own. */
   df_ptx_bar_sync();
@@ -263,15 +263,14 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
       }
       const df_abi_instr *r = instructions + pool.first + pool.item * pool.stride + pool.member;
       pool.member = pool.member + 1 == pool.stride ? 0 : pool.member + 1;
+      /* the item ends here when its next slot is padding */
+      if (pool.member && r[1].opcode == DF_ABI_OP_EXIT)
+        pool.member = 0;
       op = r->opcode;
       handler_id = r->handler_id;
       arg_offset = r->arg_offset;
       comm_offset = r->comm_offset;
       n = r->comm_count;
-      if (op == DF_ABI_OP_EXIT) { /* the item's padding */
-        pool.member = 0;
-        continue;
-      }
 #ifdef DF_RT_TRACE
       rt.trace = (uint64_t *)0; /* trace slots are per queue position */
 #endif
@@ -379,6 +378,9 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
       DF_RT_TRACE_AT(&rt, DF_RT_TRACE_H_BEGIN);
       df_dispatch(handler_id, &ctx);
       DF_RT_TRACE_AT(&rt, DF_RT_TRACE_H_END);
+      if (DF_HAS(DF_FEATURE_POOL) && DF_POOL_EARLY && pool.counter && pool.member == 0 &&
+          df_rt_leader(&rt)) /* the item's last handler: claim the next */
+        pool.early = df_ptx_atom_add_relaxed_gpu(pool.counter, 1);
       if (staged) { /* back to the plan's records */
         ctx.slots = slots;
         ctx.input_slots = input_slots;
