@@ -320,22 +320,21 @@ def cases():
             alt(".rs8", c["schedule"] + ", one reduce per head on 8 SMs", 8960, None,
                 base + " reduce-sms=8")
         if c["name"] in ("s16", "s32", "s64", "u1x128k", "u64x4k", "u8x32k"):
-            # the ITER pool (df-schedule pool-iters, docs/pool.md): every CTA
-            # claims partials longest first at run time, so a slower SM runs
-            # fewer; every transfer through HBM, direct-global slots. At the
-            # case's block and at smaller ones (more, shorter items balance
-            # better and cost more claims and combine inputs)
-            for b in sorted({c["block"], 2048, 1024}):
+            # the instruction pool (df-schedule pool, docs/pool.md): every CTA
+            # claims partials longest first, then reduces, at run time, so a
+            # slower SM runs fewer; every transfer an HBM flag of a
+            # direct-global slot. At the case's block and at 2048 (more,
+            # shorter items balance better and cost more claims and
+            # combine inputs)
+            for b in sorted({c["block"], 2048}):
                 alt(".pool" if b == c["block"] else f".poolb{b}",
-                    c["schedule"] + f", ITER pool, block {b}", b, None,
-                    c["opts"] + " pool-iters=true",
-                    layout="per-cta-shared=true hbm-direct-global=true")
-            if os.environ.get("CASES_POOL_PROBE"):
-                alt(".poolnd", c["schedule"] + ", ITER pool, staging copies", c["block"], None,
-                    c["opts"] + " pool-iters=true")
-                alt(".poolws", c["schedule"] + ", ITER pool, 16 KB workspace", c["block"], None,
-                    c["opts"] + " pool-iters=true", workspace_bytes=16384,
-                    layout="per-cta-shared=true hbm-direct-global=true")
+                    c["schedule"] + f", instruction pool, block {b}", b, None,
+                    c["opts"] + " pool=true")
+        if c["name"] in ("s32", "s64"):
+            # the pool with two CTAs of 128 threads per SM (as .x2)
+            block, sched, _ = choose_at(2 * SMS, tl, (c["schedule"],))
+            alt(".x2pool", sched + ", 2 CTAs/SM x 128 threads, instruction pool", block, None,
+                c["opts"] + f" sm-count={2 * SMS} pool=true", threads=128)
         if c["name"] in ("s32", "s16"):
             # the case's schedule at other block sizes than the model's
             # choice (its per-partial cost is a guess)

@@ -32,7 +32,7 @@ extern "C" {
    is 0 the guard still tests the pending source ranges at run time.
    Without it the packer's actions are trusted as they are. */
 #define DF_FEATURE_SOURCE_TEST (1u << 9)
-/* OP_POOL records: the ITER pool's claims (docs/pool.md). From the
+/* OP_POOL records: the instruction pool's claims (docs/pool.md). From the
    instructions, not the comms: df_packed_features adds it. */
 #define DF_FEATURE_POOL (1u << 10)
 #define DF_FEATURES_ALL 0x7FFu

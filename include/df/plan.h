@@ -307,10 +307,9 @@ typedef struct df_plan {
   bool split_balance_iters;
   bool split_defer_reduces;
   double split_model_us;
-  /* df_schedule_options.pool_iters: df_pack moves the ITERs (with the
-     instructions that read only their outputs right after them) to the
-     pool that every CTA claims from (docs/pool.md). */
-  bool pool_iters;
+  /* df_schedule_options.pool: df_pack puts the instructions in the pool
+     that every CTA claims from (docs/pool.md). */
+  bool pool;
 } df_plan;
 
 /* An empty plan for a topology (checked). */
@@ -473,13 +472,13 @@ typedef struct df_schedule_options {
      off the critical path when the last partial lands. */
   uint32_t reduce_sms;
   /* df extension (off by default; round_robin all_at_once, no even_split
-     or automatic split): the ITERs leave their queues for one pool that
-     every CTA claims from at run time, longest first (docs/pool.md), so a
-     slow SM runs fewer of them. Every transfer goes through HBM (as
-     force_hbm_comms), a REDUCE receives even its inputs from its own SM
-     through HBM flags, and the plan records the choice (df_plan.pool_iters)
-     for df_pack. */
-  bool pool_iters;
+     or automatic split; docs/pool.md): the instructions leave their
+     queues for one pool that every CTA claims items from at run time, in
+     dependency order (ITERs longest first), so a slower SM runs fewer of
+     them. Every transfer goes through HBM (as force_hbm_comms), even a
+     REDUCE's input from its own SM, and df_pack makes every transferred
+     slot direct-global; the plan records the choice (df_plan.pool). */
+  bool pool;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */
@@ -714,7 +713,7 @@ df_status df_packed_patch_lengths_at(df_packed *k, const uint32_t *last, const u
                                      uint32_t count, uint32_t max_last_block,
                                      df_patch_result *out);
 
-/* The ITER pool of a packed plan (docs/pool.md): instructions
+/* The instruction pool of a packed plan (docs/pool.md): instructions
    [first, first + items * stride) after the last queue, item i being
    [first + i * stride, first + (i + 1) * stride) up to its first EXIT,
    claimed through flag `counter`. */
@@ -725,8 +724,9 @@ typedef struct df_pool_desc {
 
 /* Find and check the pool: every queue starts with the same OP_POOL record
    or none does; the region is the instructions after the queues; an item
-   is an ITER then handler instructions, padded with EXITs; no pool
-   instruction receives, and no comm of the plan is a cluster transfer.
+   is handler instructions padded with EXITs; a pool instruction only
+   receives flags of direct-global slots, and no comm of the plan is a
+   cluster transfer.
    queue_end: where the queues end (the sum of their lengths). */
 df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_desc *out);
 

@@ -102,8 +102,8 @@ df_status df_plan_to_ir(MlirOperation module, const df_plan *p) {
   put_s(&b, "reduce_strategy", df_reduce_strategy_name(p->strategy));
   put(&b, "task_lengths", df_i64_array(b.ctx, p->task_lengths, p->task_count));
   put(&b, "task_extents", df_i64_array(b.ctx, p->extents, p->extent_count));
-  if (p->pool_iters)
-    put_u(&b, "pool_iters", 1);
+  if (p->pool)
+    put_u(&b, "pool", 1);
   emit(module, "df.plan", &b);
   for (uint32_t sm = 0; sm < p->topology.sm_count; sm++) {
     put_u(&b, "sm", sm);
@@ -475,7 +475,7 @@ df_status df_plan_from_ir(MlirOperation module, df_plan **out) {
       p->split_defer_reduces = get_u(&r, "defer_reduces", 0, false) != 0;
       p->split_model_us = get_u(&r, "split_model_ns", 0, false) / 1000.0;
     }
-    p->pool_iters = get_u(&r, "pool_iters", 0, false) != 0;
+    p->pool = get_u(&r, "pool", 0, false) != 0;
     get_s(&r, "policy", text, sizeof text, false);
     if (!strcmp(text, "stage_graph"))
       p->policy = DF_POLICY_STAGE_GRAPH;

@@ -22,7 +22,7 @@ static df_status check_queues(const df_packed *k) {
   if (next > k->instr_count)
     return fail("queues cover %" PRIu64 " instructions, more than the %u packed", next,
                 k->instr_count);
-  /* the rest is the ITER pool (docs/pool.md) */
+  /* the rest is the instruction pool (docs/pool.md) */
   df_pool_desc pool;
   df_status st = df_packed_pool_find(k, (uint32_t)next, &pool);
   if (df_failed(&st))

@@ -181,7 +181,7 @@ df_status df_plan_fingerprint(const df_plan *p, char hex[65]) {
     for (uint32_t i = 0; i < p->impl_count; i++)
       str(&e, p->impl_names[i].name);
   }
-  if (p->pool_iters) /* plans without a pool hash as before */
+  if (p->pool) /* plans without a pool hash as before */
     tag(&e, 'P');
   flush(&e);
   uint8_t digest[32];

@@ -252,6 +252,15 @@ static df_status pack_all(df_pack_ctx *c) {
   const df_plan *p = c->p;
   df_packed *k = c->k;
   const df_layout_options *lo = c->o ? &c->o->layout : NULL;
+  df_layout_options pooled;
+  if (p->pool) { /* pooled items wait for flags only: every HBM slot direct-global */
+    memset(&pooled, 0, sizeof pooled);
+    if (lo)
+      pooled = *lo;
+    if (!pooled.direct_count)
+      pooled.hbm_direct_global = true;
+    lo = &pooled;
+  }
   DF_TRY(alloc_records(k, p));
   DF_TRY(df_pack_order(c));
   uint8_t *direct = df_arena_array(c->a, p->slot_count, 1);
@@ -271,7 +280,7 @@ static df_status pack_all(df_pack_ctx *c) {
   DF_TRY(df_pack_comms(c));
   DF_TRY(df_pack_records(c));
   DF_TRY(df_pack_source_lifetimes(c));
-  if (p->pool_iters)
+  if (p->pool)
     DF_TRY(df_pack_pool(c));
   DF_TRY(df_launch_package_build(k, &k->launch));
   /* Run-time re-plans skip the hash; compiled artefacts carry it. */

@@ -38,9 +38,9 @@ df_status df_pack_records(df_pack_ctx *c);
 /* Source-lifetime actions into args word 14 (REFERENCE 5.4). */
 df_status df_pack_source_lifetimes(df_pack_ctx *c);
 
-/* The ITER pool of a pool_iters plan (docs/pool.md): moves its items out
-   of the queues and starts each queue with OP_POOL; after the records,
-   before the launch package. */
+/* The instruction pool of a pool plan (docs/pool.md): moves the items
+   out of the queues and starts each queue with OP_POOL; after the
+   records, before the launch package. */
 df_status df_pack_pool(df_pack_ctx *c);
 
 /* "Dataflow ABI value must fit uint32, got X". */

@@ -1,10 +1,14 @@
-/* The ITER pool (docs/pool.md): a plan scheduled with pool_iters leaves
-   its ITERs, each with the instructions right after it on its queue that
-   read only the item's own outputs (a one-block task's FINALIZE), in one
-   region that every CTA claims items from at run time; each queue starts
-   with an OP_POOL record naming the region. The plan's placement stays
-   the nominal one: it decided the slots, flags and barriers, which the
-   rules below make independent of the CTA that runs an item. */
+/* The instruction pool (docs/pool.md): a plan scheduled with pool
+   leaves all its instructions in one region that every CTA claims items
+   from at run time; each queue keeps only an OP_POOL record naming the
+   region. An item is an instruction with the ones right after it on its
+   queue that wait for nothing and read only the item's own outputs (a
+   REDUCE's FINALIZE). Items are claimed in dependency order (ITERs
+   longest first, then each level of reduces as their inputs were
+   claimed), so an item only ever waits for items claimed before it, which
+   run on other CTAs or are done. The plan's placement stays the nominal
+   one: it decided the slots, flags and barriers, which the rules below
+   make independent of the CTA that runs an item. */
 #include <string.h>
 
 #include "pack_internal.h"
@@ -17,9 +21,11 @@ typedef struct pool_state {
   df_arena *a;
   uint32_t *group_of;      /* per packed instruction: group or S */
   uint32_t *slot_group;    /* per slot: group whose item writes it, or S */
-  uint32_t *first;         /* per group: its ITER (packed index) */
+  uint32_t *first;         /* per group: its first instruction (packed index) */
   uint32_t *size;          /* per group: instructions */
   uint32_t *rank;          /* per group: position among its queue's groups */
+  uint32_t *level;         /* per group: longest chain of items it waits for */
+  uint32_t *pos;           /* per group: claim position */
   uint32_t groups, stride, pooled;
 } pool_state;
 
@@ -36,12 +42,34 @@ static bool receives(const df_packed *k, const df_abi_instr *r) {
   return false;
 }
 
+/* A pooled instruction's receives only wait for a flag: the data stays in
+   global memory (direct-global) and no barrier of a particular CTA is
+   involved. */
+static df_status check_receives(const df_packed *k, uint32_t pi) {
+  const df_abi_instr *r = &k->instrs[pi];
+  for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count; j++) {
+    const df_abi_comm *c = &k->comms[j];
+    if (!df_comm_kind_is_recv((df_comm_kind)c->kind))
+      continue;
+    const df_abi_slot *d = c->dst_slot_id < k->slot_count ? &k->slots[c->dst_slot_id] : NULL;
+    if (c->kind != DF_COMM_HBM_RECV || !d || !(d->flags & DF_SLOT_FLAG_HBM_DIRECT_GLOBAL) ||
+        c->barrier_index != S || d->barrier_index != S)
+      return df_status_errorf(DF_EINVAL,
+                              "pool: instruction %u (plan %u) receives comm %u (%s) into "
+                              "slot %u, which is not a direct-global slot; a pooled instruction "
+                              "only waits for flags (df-layout-slots hbm-direct-global=true)",
+                              pi, k->pack_order[pi], j, df_comm_kind_name((df_comm_kind)c->kind),
+                              c->dst_slot_id);
+  }
+  return df_status_ok();
+}
+
 /* An instruction joins the open group when it waits for nothing and reads
    only slots the group writes. */
 static bool joins(const pool_state *s, const df_abi_instr *r, uint32_t g) {
   const df_abi_args *a = args_of(s->k, r);
-  if (r->opcode == DF_ABI_OP_ITER || r->opcode == DF_ABI_OP_EXIT || !a || fused(a) ||
-      a->input_slot_count == 0 || receives(s->k, r))
+  if (r->opcode == DF_ABI_OP_ITER || !a || fused(a) || a->input_slot_count == 0 ||
+      receives(s->k, r))
     return false;
   for (uint32_t i = 0; i < a->input_slot_count; i++) {
     uint32_t slot = s->k->input_slots[a->input_slot_offset + i];
@@ -58,7 +86,7 @@ static df_status add_member(pool_state *s, uint32_t pi, uint32_t g) {
   s->pooled++;
   if (a && a->output_slot != S) {
     if (a->output_slot >= s->k->slot_count)
-      return df_status_errorf(DF_EINVAL, "pool-iters: instruction %u writes slot %u of %u", pi,
+      return df_status_errorf(DF_EINVAL, "pool: instruction %u writes slot %u of %u", pi,
                               a->output_slot, s->k->slot_count);
     s->slot_group[a->output_slot] = g;
   }
@@ -74,61 +102,54 @@ static df_status find_groups(pool_state *s) {
   s->size = df_arena_array(s->a, n ? n : 1, sizeof(uint32_t));
   s->rank = df_arena_array(s->a, n ? n : 1, sizeof(uint32_t));
   if (!s->group_of || !s->slot_group || !s->first || !s->size || !s->rank)
-    return DF_ARENA_OOM("the ITER pool");
+    return DF_ARENA_OOM("the instruction pool");
   for (uint32_t q = 0; q < k->topology.sm_count; q++) {
     uint32_t open = S, in_queue = 0;
     for (uint32_t pi = k->queue_offsets[q]; pi < k->queue_offsets[q] + k->queue_lengths[q];
          pi++) {
       const df_abi_instr *r = &k->instrs[pi];
-      if (r->opcode == DF_ABI_OP_ITER) {
-        if (fused(args_of(k, r)))
-          return df_status_errorf(DF_EINVAL,
-                                  "pool-iters: instruction %u (plan %u) is a fused ITER; a "
-                                  "pooled ITER is one instruction (df-fuse no-iter=true)",
-                                  pi, k->pack_order[pi]);
-        if (receives(k, r))
-          return df_status_errorf(DF_EINVAL,
-                                  "pool-iters: ITER %u (plan %u) receives; a pooled "
-                                  "instruction must not wait for another",
-                                  pi, k->pack_order[pi]);
+      if (r->opcode == DF_ABI_OP_EXIT)
+        break; /* the queue's end */
+      if (r->handler_id == S)
+        return df_status_errorf(DF_EINVAL,
+                                "pool: instruction %u (plan %u, opcode %u) runs no "
+                                "handler; a pooled plan has handler instructions only",
+                                pi, k->pack_order[pi], r->opcode);
+      if (fused(args_of(k, r)) && r->opcode == DF_ABI_OP_ITER)
+        return df_status_errorf(DF_EINVAL,
+                                "pool: instruction %u (plan %u) is a fused ITER; a "
+                                "pooled ITER is one instruction (df-fuse no-iter=true)",
+                                pi, k->pack_order[pi]);
+      if (open != S && joins(s, r, open)) {
+        DF_TRY(add_member(s, pi, open));
+      } else {
+        DF_TRY(check_receives(k, pi));
         open = s->groups++;
         s->first[open] = pi;
         s->size[open] = 0;
         s->rank[open] = in_queue++;
         DF_TRY(add_member(s, pi, open));
-      } else if (open != S && joins(s, r, open)) {
-        DF_TRY(add_member(s, pi, open));
-      } else {
-        open = S;
       }
-      if (open != S && s->size[open] > s->stride)
+      if (s->size[open] > s->stride)
         s->stride = s->size[open];
     }
   }
   return df_status_ok();
 }
 
-/* Whatever an item writes reaches the rest of the plan through an HBM
-   receive, and its flags are its own: items run in any order, anywhere. */
+/* Whatever an item writes reaches other items through an HBM receive,
+   and its flags are its own: items run anywhere, in claim order only. */
 static df_status check_edges(const pool_state *s) {
   const df_packed *k = s->k;
-  for (uint32_t j = 0; j < k->comm_count; j++) {
-    uint32_t kind = k->comms[j].kind;
-    if (kind == DF_COMM_CLUSTER_SEND || kind == DF_COMM_CLUSTER_RECV ||
-        kind == DF_COMM_CLUSTER_RELEASE)
-      return df_status_errorf(DF_EINVAL,
-                              "pool-iters: comm %u is a cluster transfer (%s); a pooled plan "
-                              "moves every intermediate through HBM",
-                              j, df_comm_kind_name((df_comm_kind)kind));
-  }
   for (uint32_t pi = 0; pi < k->instr_count; pi++) {
     const df_abi_instr *r = &k->instrs[pi];
     const df_abi_args *a = args_of(k, r);
-    if (!a || s->group_of[pi] != S)
+    if (!a)
       continue;
     for (uint32_t i = 0; i < a->input_slot_count; i++) {
       uint32_t slot = k->input_slots[a->input_slot_offset + i];
-      if (slot >= k->slot_count || s->slot_group[slot] == S)
+      if (slot >= k->slot_count || s->slot_group[slot] == S ||
+          s->slot_group[slot] == s->group_of[pi])
         continue;
       bool got = false;
       for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count && !got; j++)
@@ -137,9 +158,9 @@ static df_status check_edges(const pool_state *s) {
               k->comms[j].dst_slot_id == slot;
       if (!got)
         return df_status_errorf(DF_EINVAL,
-                                "pool-iters: instruction %u (plan %u) reads slot %u of pooled "
+                                "pool: instruction %u (plan %u) reads slot %u of pooled "
                                 "instruction %u without an HBM receive (df-schedule "
-                                "pool-iters=true places one)",
+                                "pool=true places one)",
                                 pi, k->pack_order[pi], slot, s->first[s->slot_group[slot]]);
     }
   }
@@ -162,7 +183,7 @@ static df_status check_flags(const pool_state *s) {
     }
   uint32_t *writer = df_arena_sentinels(s->a, flags ? flags : 1);
   if (!writer)
-    return DF_ARENA_OOM("the ITER pool's flags");
+    return DF_ARENA_OOM("the instruction pool's flags");
   for (uint32_t pi = 0; pi < k->instr_count; pi++) {
     const df_abi_instr *r = &k->instrs[pi];
     for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count; j++) {
@@ -175,7 +196,7 @@ static df_status check_flags(const pool_state *s) {
       if (writer[f] != S && writer[f] != pi &&
           (s->group_of[pi] != S || s->group_of[writer[f]] != S))
         return df_status_errorf(DF_EINVAL,
-                                "pool-iters: flag %u is released by instructions %u and %u, "
+                                "pool: flag %u is released by instructions %u and %u, "
                                 "one of them pooled; pooled plans need a flag per transfer "
                                 "(df-layout-slots reuse-hbm-flags=false)",
                                 f, writer[f], pi);
@@ -185,18 +206,99 @@ static df_status check_flags(const pool_state *s) {
   return df_status_ok();
 }
 
-/* Longest range first: the last items claimed are the shortest, so the
-   CTAs finish close together. Ties in the static plan's wave order. */
-static bool longer_item(const void *ctx, uint32_t a, uint32_t b) {
-  const pool_state *s = ctx;
-  const df_abi_args *x = args_of(s->k, &s->k->instrs[s->first[a]]);
-  const df_abi_args *y = args_of(s->k, &s->k->instrs[s->first[b]]);
-  uint32_t lx = x->range_end - x->range_begin, ly = y->range_end - y->range_begin;
-  if (lx != ly)
-    return lx > ly;
+/* The claim order's key within one level: ITERs longest first (the last
+   claimed are the shortest, so the CTAs finish close together); a reduce
+   after the reduces whose inputs were claimed earlier. Ties in the static
+   plan's wave order. */
+typedef struct order_ctx {
+  const pool_state *s;
+  const uint32_t *ready; /* per group: latest claim position among its producers */
+} order_ctx;
+
+static uint32_t item_length(const pool_state *s, uint32_t g) {
+  const df_abi_instr *r = &s->k->instrs[s->first[g]];
+  const df_abi_args *a = args_of(s->k, r);
+  return r->opcode == DF_ABI_OP_ITER && a ? a->range_end - a->range_begin : 0;
+}
+
+static bool earlier_item(const void *ctx, uint32_t a, uint32_t b) {
+  const order_ctx *o = ctx;
+  const pool_state *s = o->s;
+  if (s->level[a] != s->level[b])
+    return s->level[a] < s->level[b];
+  if (o->ready[a] != o->ready[b])
+    return o->ready[a] < o->ready[b];
+  uint32_t la = item_length(s, a), lb = item_length(s, b);
+  if (la != lb)
+    return la > lb;
   if (s->rank[a] != s->rank[b])
     return s->rank[a] < s->rank[b];
   return s->first[a] < s->first[b];
+}
+
+/* The items an item's members read from (producer groups), walked by f. */
+#define FOR_PRODUCERS(s, g, prod, body)                                                    \
+  for (uint32_t m_ = 0; m_ < (s)->size[g]; m_++) {                                          \
+    const df_abi_args *a_ = args_of((s)->k, &(s)->k->instrs[(s)->first[g] + m_]);           \
+    for (uint32_t i_ = 0; a_ && i_ < a_->input_slot_count; i_++) {                          \
+      uint32_t sl_ = (s)->k->input_slots[a_->input_slot_offset + i_];                       \
+      uint32_t prod = sl_ < (s)->k->slot_count ? (s)->slot_group[sl_] : S;                  \
+      if (prod == S || prod == (g))                                                         \
+        continue;                                                                           \
+      body                                                                                  \
+    }                                                                                       \
+  }
+
+/* Level = the longest chain of items before it; a cycle is an error. */
+static df_status levels(pool_state *s) {
+  s->level = df_arena_array(s->a, s->groups, sizeof(uint32_t));
+  if (!s->level)
+    return DF_ARENA_OOM("the pool's levels");
+  memset(s->level, 0, sizeof(uint32_t) * s->groups);
+  for (uint32_t round = 0;; round++) {
+    bool changed = false;
+    for (uint32_t g = 0; g < s->groups; g++)
+      FOR_PRODUCERS(s, g, p, {
+        if (s->level[p] + 1 > s->level[g]) {
+          s->level[g] = s->level[p] + 1;
+          changed = true;
+        }
+      })
+    if (!changed)
+      return df_status_ok();
+    if (round > s->groups)
+      return df_status_errorf(DF_EINVAL, "pool: the items' inputs form a cycle");
+  }
+}
+
+/* Claim positions level by level: a level's keys need the positions of
+   the levels before it. */
+static df_status claim_order(pool_state *s, uint32_t *order) {
+  DF_TRY(levels(s));
+  uint32_t *ready = df_arena_array(s->a, s->groups, sizeof(uint32_t));
+  uint32_t *tmp = df_arena_array(s->a, s->groups, sizeof(uint32_t));
+  s->pos = df_arena_array(s->a, s->groups, sizeof(uint32_t));
+  if (!ready || !tmp || !s->pos)
+    return DF_ARENA_OOM("the pool's order");
+  uint32_t placed = 0;
+  for (uint32_t lv = 0; placed < s->groups; lv++) {
+    uint32_t n = 0;
+    for (uint32_t g = 0; g < s->groups; g++)
+      if (s->level[g] == lv) {
+        ready[g] = 0;
+        FOR_PRODUCERS(s, g, p, {
+          if (s->pos[p] + 1 > ready[g])
+            ready[g] = s->pos[p] + 1;
+        })
+        order[placed + n++] = g;
+      }
+    order_ctx o = {s, ready};
+    df_sort_idx(order + placed, n, tmp, earlier_item, &o);
+    for (uint32_t i = 0; i < n; i++)
+      s->pos[order[placed + i]] = placed + i;
+    placed += n;
+  }
+  return df_status_ok();
 }
 
 static uint32_t counter_flag(const df_packed *k) {
@@ -215,14 +317,14 @@ static df_status rebuild(pool_state *s, uint32_t *order) {
   uint32_t sms = k->topology.sm_count;
   uint64_t count = (uint64_t)k->instr_count - s->pooled + sms + (uint64_t)s->groups * s->stride;
   if (count > UINT32_MAX / 2)
-    return df_status_errorf(DF_EINVAL, "pool-iters: %llu instructions do not fit the ABI",
+    return df_status_errorf(DF_EINVAL, "pool: %llu instructions do not fit the ABI",
                             (unsigned long long)count);
   df_abi_instr *in = df_alloc(&k->alloc, sizeof *in * (count ? count : 1));
   uint32_t *po = df_alloc(&k->alloc, sizeof *po * (count ? count : 1));
   if (!in || !po) {
     df_free(&k->alloc, in);
     df_free(&k->alloc, po);
-    return df_status_errorf(DF_ENOMEM, "out of memory building the ITER pool");
+    return df_status_errorf(DF_ENOMEM, "out of memory building the instruction pool");
   }
   uint32_t at = 0, counter = counter_flag(k);
   uint32_t pool_first = (uint32_t)(count - (uint64_t)s->groups * s->stride);
@@ -230,7 +332,7 @@ static df_status rebuild(pool_state *s, uint32_t *order) {
   if (!queued) {
     df_free(&k->alloc, in);
     df_free(&k->alloc, po);
-    return DF_ARENA_OOM("the ITER pool");
+    return DF_ARENA_OOM("the instruction pool");
   }
   memset(queued, 0, k->instr_count ? k->instr_count : 1);
   for (uint32_t q = 0; q < sms; q++) {
@@ -272,18 +374,30 @@ static df_status rebuild(pool_state *s, uint32_t *order) {
   return df_status_ok();
 }
 
+static df_status check_no_cluster(const df_packed *k) {
+  for (uint32_t j = 0; j < k->comm_count; j++) {
+    uint32_t kind = k->comms[j].kind;
+    if (kind == DF_COMM_CLUSTER_SEND || kind == DF_COMM_CLUSTER_RECV ||
+        kind == DF_COMM_CLUSTER_RELEASE)
+      return df_status_errorf(DF_EINVAL,
+                              "pool: comm %u is a cluster transfer (%s); a pooled plan "
+                              "moves every intermediate through HBM",
+                              j, df_comm_kind_name((df_comm_kind)kind));
+  }
+  return df_status_ok();
+}
+
 df_status df_pack_pool(df_pack_ctx *c) {
   pool_state s = {.k = c->k, .a = c->a};
+  DF_TRY(check_no_cluster(c->k));
   DF_TRY(find_groups(&s));
   if (!s.groups)
-    return df_status_errorf(DF_EINVAL, "pool-iters: the plan has no ITER to pool");
+    return df_status_errorf(DF_EINVAL, "pool: the plan has no instruction to pool");
   DF_TRY(check_edges(&s));
   DF_TRY(check_flags(&s));
-  uint32_t *order = df_arena_array(c->a, 2 * (uint64_t)s.groups, sizeof(uint32_t));
+  uint32_t *order = df_arena_array(c->a, s.groups, sizeof(uint32_t));
   if (!order)
-    return DF_ARENA_OOM("the ITER pool's order");
-  for (uint32_t g = 0; g < s.groups; g++)
-    order[g] = g;
-  df_sort_idx(order, s.groups, order + s.groups, longer_item, &s);
+    return DF_ARENA_OOM("the instruction pool's order");
+  DF_TRY(claim_order(&s, order));
   return rebuild(&s, order);
 }

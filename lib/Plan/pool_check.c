@@ -1,4 +1,4 @@
-/* The rules a packed ITER pool keeps (docs/pool.md), for the launch
+/* The rules a packed instruction pool keeps (docs/pool.md), for the launch
    package, the blob checks and the runtimes. */
 #include "df/plan.h"
 
@@ -8,28 +8,33 @@
 
 static df_status check_record(const df_packed *k, const df_pool_desc *d, uint32_t pi) {
   const df_abi_instr *r = &k->instrs[pi];
-  uint32_t m = (pi - d->first) % d->stride;
+  uint32_t m = (pi - d->first) % d->stride, item = (pi - d->first) / d->stride;
   bool pad = m && k->instrs[pi - 1].opcode == DF_ABI_OP_EXIT;
-  if (m == 0 && r->opcode != DF_ABI_OP_ITER)
-    return fail("pool instruction %u: item %u starts with opcode %u, not an ITER", pi,
-                (pi - d->first) / d->stride, r->opcode);
+  if (m == 0 && r->opcode == DF_ABI_OP_EXIT)
+    return fail("pool instruction %u: item %u is empty", pi, item);
   if (pad && r->opcode != DF_ABI_OP_EXIT)
     return fail("pool instruction %u: opcode %u after an EXIT pad of item %u", pi, r->opcode,
-                (pi - d->first) / d->stride);
+                item);
   if (r->opcode == DF_ABI_OP_EXIT)
     return df_status_ok();
   if (r->opcode != DF_ABI_OP_ITER && r->opcode != DF_ABI_OP_REDUCE &&
       r->opcode != DF_ABI_OP_FINALIZE)
     return fail("pool instruction %u: opcode %u is not a handler instruction (item %u)", pi,
-                r->opcode, (pi - d->first) / d->stride);
+                r->opcode, item);
   if (r->handler_id == S)
-    return fail("pool instruction %u: opcode %u has no handler (item %u)", pi, r->opcode,
-                (pi - d->first) / d->stride);
-  for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count; j++)
-    if (df_comm_kind_is_recv((df_comm_kind)k->comms[j].kind))
-      return fail("pool instruction %u: comm %u receives (kind %u); a pooled instruction "
-                  "must not wait",
-                  pi, j, k->comms[j].kind);
+    return fail("pool instruction %u: opcode %u has no handler (item %u)", pi, r->opcode, item);
+  for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count; j++) {
+    const df_abi_comm *c = &k->comms[j];
+    if (!df_comm_kind_is_recv((df_comm_kind)c->kind))
+      continue;
+    /* only a flag to wait for: no data copy, no barrier of one CTA */
+    const df_abi_slot *dst = c->dst_slot_id < k->slot_count ? &k->slots[c->dst_slot_id] : NULL;
+    if (c->kind != DF_COMM_HBM_RECV || !dst || !(dst->flags & DF_SLOT_FLAG_HBM_DIRECT_GLOBAL) ||
+        c->barrier_index != S || dst->barrier_index != S)
+      return fail("pool instruction %u: comm %u (kind %u) must be an HBM receive of a "
+                  "direct-global slot without a barrier (item %u)",
+                  pi, j, c->kind, item);
+  }
   return df_status_ok();
 }
 

@@ -138,7 +138,7 @@ void df_sched_transfer(df_sched *s, uint32_t src_instr, uint32_t dst_instr, uint
     s->overflow = true;
     return;
   }
-  bool cluster = !pull && !s->o->force_hbm_comms && !s->o->pool_iters &&
+  bool cluster = !pull && !s->o->force_hbm_comms && !s->o->pool &&
                  df_topology_same_cluster(&s->topo, producer_sm, consumer_sm);
   df_comm *c = &p->comms[p->comm_count];
   c[0] = (df_comm){.kind = cluster ? DF_COMM_CLUSTER_SEND : DF_COMM_HBM_SEND,
@@ -304,7 +304,7 @@ static uint32_t reduce_levels(df_sched *s, uint32_t t, int32_t rtype, uint32_t *
         slot = df_sched_slot(s, t, rtype, DF_ROLE_REDUCED, s->p->instr_count);
         instr = df_sched_instr(s, DF_INSTR_REDUCE, t, sm, s->reduce, slots + b, e - b, slot);
         for (uint32_t i = b; i < e; i++)
-          if (sms[i] != sm || s->o->pool_iters) /* a pooled ITER runs anywhere */
+          if (sms[i] != sm || s->o->pool) /* a pooled instruction runs anywhere */
             df_sched_transfer(s, instrs[i], instr, slots[i], slots[i], sms[i], sm, 1, t + 1,
                               false);
       }
@@ -423,7 +423,7 @@ df_status df_schedule_all_at_once(df_sched *s) {
     uint32_t red_slot = df_sched_slot(s, t, rtype, DF_ROLE_REDUCED, s->p->instr_count);
     uint32_t red = df_sched_instr(s, DF_INSTR_REDUCE, t, red_sm, s->reduce, slots, nb, red_slot);
     for (uint32_t i = 0; i < nb; i++)
-      if (sms[i] != red_sm || s->o->pool_iters) /* a pooled ITER runs anywhere */
+      if (sms[i] != red_sm || s->o->pool) /* a pooled instruction runs anywhere */
         df_sched_transfer(s, iters[i], red, slots[i], slots[i], sms[i], red_sm, 1, t + 1, false);
     if (fin)
       df_sched_instr(s, DF_INSTR_FINALIZE, t, red_sm, s->finalize, &red_slot, 1, DF_SENTINEL);
@@ -617,11 +617,11 @@ static df_status check_policy(const df_sched *s) {
                               "intermediates",
                               op->name);
   }
-  if (o->pool_iters &&
+  if (o->pool &&
       (o->policy != DF_POLICY_ROUND_ROBIN || o->strategy != DF_REDUCE_ALL_AT_ONCE ||
        o->even_split || o->auto_split))
     return df_status_errorf(DF_EINVAL,
-                            "Dataflow schedule option pool_iters needs scheduler policy "
+                            "Dataflow schedule option pool needs scheduler policy "
                             "'round_robin' and reduce strategy 'all_at_once' without "
                             "even_split or an automatic split, got '%s' and '%s'%s",
                             df_policy_name(o->policy), df_reduce_strategy_name(o->strategy),
@@ -761,11 +761,11 @@ static df_status run(df_sched *s) {
                               "Dataflow automatic split (block-size=auto) needs a "
                               "partial/reduce program; '%s' is a stage graph",
                               g->name);
-    if (o->reduce_sms || o->pool_iters)
+    if (o->reduce_sms || o->pool)
       return df_status_errorf(DF_EINVAL,
                               "Dataflow schedule option %s needs a partial/reduce "
                               "program; '%s' is a stage graph",
-                              o->reduce_sms ? "reduce_sms" : "pool_iters", g->name);
+                              o->reduce_sms ? "reduce_sms" : "pool", g->name);
     p->policy = DF_POLICY_STAGE_GRAPH;
     p->strategy = DF_REDUCE_NONE;
     DF_TRY(df_schedule_stage_graph(s));
@@ -777,7 +777,7 @@ static df_status run(df_sched *s) {
     DF_TRY(df_sched_check_extents(o, s->range->count));
     p->policy = o->policy;
     p->strategy = o->strategy;
-    p->pool_iters = o->pool_iters;
+    p->pool = o->pool;
     DF_TRY(df_name_copy(p->range_axis, sizeof p->range_axis, s->range->axis, "range axis"));
     DF_TRY(df_plan_set_tasks(p, s->range->count, s->range->lengths));
     if (o->strategy == DF_REDUCE_ALL_AT_ONCE || o->partial_only || s->reduce < 0)

@@ -145,7 +145,7 @@ def plan_from_c(ptr: int, program, topology: GPUTopology) -> InstructionPlan:
         slots=tuple(slots),
         comms=tuple(comms),
         program=program,
-        pool_iters=bool(p.pool_iters),
+        pool=bool(p.pool),
     )
 
 
@@ -244,7 +244,7 @@ def plan_to_c(plan) -> CPlan:
         check(lib.df_reduce_strategy_parse(str(plan.reduce_strategy).encode(),
                                            ctypes.byref(ctypes.c_int())))
     p.policy, p.strategy = policy, strategy
-    p.pool_iters = bool(plan.pool_iters)
+    p.pool = bool(plan.pool)
     extents = plan.task_extents or ()
     if len(extents) > C.MAX_AXES:
         raise DataflowValueError(f"task_extents has {len(extents)} entries, at most {C.MAX_AXES}")

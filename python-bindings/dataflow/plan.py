@@ -212,9 +212,9 @@ class InstructionPlan:
     slots: tuple
     comms: tuple
     program: Any = field(default=None, compare=False, repr=False, hash=False)
-    # df-schedule pool_iters: df_pack moves the ITERs to the pool every CTA
+    # df-schedule pool: df_pack moves the ITERs to the pool every CTA
     # claims from (docs/pool.md)
-    pool_iters: bool = False
+    pool: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "instructions", tuple(self.instructions))

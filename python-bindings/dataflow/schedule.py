@@ -107,7 +107,7 @@ def schedule_options(
     reduce_spread: bool = False,
     skip_unary_reduce: bool = False,
     reduce_sms: int = 0,
-    pool_iters: bool = False,
+    pool: bool = False,
 ) -> tuple:
     """The df_schedule_options of ``schedule``'s keyword arguments, and the
     ctypes arrays they point into (keep both alive while the options are
@@ -186,7 +186,7 @@ def schedule_options(
     o.reduce_spread = bool(reduce_spread)
     o.skip_unary_reduce = bool(skip_unary_reduce)
     o.reduce_sms = _uint(reduce_sms, "reduce_sms")
-    o.pool_iters = bool(pool_iters)
+    o.pool = bool(pool)
     check(lib.df_iter_buckets_parse(_option_text(iter_range_buckets, "iter_range_buckets"),
                                     ctypes.byref(o.buckets)))
     o.bucket_size = 0 if iter_range_bucket_size is None else \

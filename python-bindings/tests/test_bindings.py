@@ -505,11 +505,11 @@ def _timeout(C):
     return status
 
 
-def test_pool_iters_schedules_and_packs_a_pool():
+def test_pool_schedules_and_packs_a_pool():
     topology = df.GPUTopology(sm_count=4, cluster_size=2)
     plan = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100, 40, 300]},
-                       block_size=64, pool_iters=True, skip_unary_reduce=True)
-    assert plan.pool_iters
+                       block_size=64, pool=True, skip_unary_reduce=True)
+    assert plan.pool
     # every transfer through HBM, even a reduce's input from its own SM
     assert {c.kind for c in plan.comms} <= {"hbm_send", "hbm_recv"}
     packed = df.pack_instruction_plan(plan, hbm_direct_global=True)
@@ -519,13 +519,17 @@ def test_pool_iters_schedules_and_packs_a_pool():
     first, items, stride = heads[0].comm_offset, heads[0].flags, heads[0].task_id
     assert first + items * stride == len(packed.instructions)
     iter_op = df.abi_schema.constant("DF_ABI_OP_ITER")
+    reduce_op = df.abi_schema.constant("DF_ABI_OP_REDUCE")
+    # dependency order: the 2 + 1 + 5 blocks' ITERs, then the two reduces
     assert [packed.instructions[first + i * stride].opcode for i in range(items)] \
-        == [iter_op] * items == [iter_op] * 8  # 2 + 1 + 5 blocks
+        == [iter_op] * 8 + [reduce_op] * 2
+    assert all(packed.instructions[o + 1].opcode == df.abi_schema.constant("DF_ABI_OP_EXIT")
+               for o in packed.queue_offsets)
     # the flag survives the plan's round trip through C
     assert df.pack_instruction_plan(plan).instructions[0].opcode == pool_op
     plain = df.schedule(make_program(), topology=topology, range_lengths={"kv": [100]},
                         block_size=64)
-    assert not plain.pool_iters
-    with pytest.raises(ValueError, match="pool_iters needs scheduler policy 'round_robin'"):
+    assert not plain.pool
+    with pytest.raises(ValueError, match="pool needs scheduler policy 'round_robin'"):
         df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
-                    pool_iters=True, even_split=True)
+                    pool=True, even_split=True)

@@ -112,7 +112,7 @@ DF_RT uint32_t chunk_word(const df_chunk *k, uint32_t pc, int i) {
   return (uint32_t)__nvvm_shfl_sync_idx_i32(k->mask, (int)k->w[i], (int)(pc - k->base), 31);
 }
 
-/* The ITER pool (docs/pool.md): at its OP_POOL record a CTA runs pool
+/* The instruction pool (docs/pool.md): at its OP_POOL record a CTA runs pool
    items, claimed one at a time from a counter in the flags area, until a
    claim comes back past the last item. The leader makes the next claim
    as soon as the item's last handler returns (DF_POOL_EARLY, the

@@ -40,7 +40,7 @@ DF_PTX uint32_t df_ptx_block(void) { return __nvvm_read_ptx_sreg_ctaid_x(); }
 DF_PTX void df_ptx_bar_sync(void) { __nvvm_barrier_sync(0); }
 
 /* Relaxed GPU-scope fetch-and-add: a claim on a counter whose value
-   orders nothing else (the ITER pool's, docs/pool.md). Not volatile: the
+   orders nothing else (the instruction pool's, docs/pool.md). Not volatile: the
    result is waited for only where it is read. */
 DF_PTX uint32_t df_ptx_atom_add_relaxed_gpu(uint32_t *p, uint32_t v) {
   uint32_t old;

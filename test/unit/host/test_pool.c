@@ -1,9 +1,9 @@
-/* The ITER pool (df_schedule_options.pool_iters, docs/pool.md): pooled
+/* The instruction pool (df_schedule_options.pool, docs/pool.md): pooled
    plans of several placements compute the attention on the host backend,
    whose CTAs claim the items from the shared counter as the device does;
-   the pool's layout (OP_POOL first in every queue, items longest first,
-   one-block tasks' FINALIZE inside their item) survives a blob round
-   trip; plans that break a pool rule are refused by df_pack with the
+   the pool's layout (OP_POOL first in every queue, items in dependency
+   order with ITERs longest first, one-block tasks' FINALIZE inside their
+   item) survives a blob round trip; plans that break a pool rule are refused by df_pack with the
    rule, and corrupted pools by the blob checks. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,7 +47,7 @@ static df_plan *schedule(const df_program *prog, const variant *v, bool pool) {
   o.skip_unary_reduce = v->skip_unary;
   o.reduce_fan_in = v->fan_in;
   o.reduce_sms = v->reduce_sms;
-  o.pool_iters = pool;
+  o.pool = pool;
   df_plan *p = NULL;
   df_status st = df_schedule(prog, &o, &p);
   if (st.code != DF_OK)
@@ -77,30 +77,50 @@ static const df_abi_args *args_at(const df_packed *k, uint32_t pi) {
   return &k->args[k->instrs[pi].arg_offset / sizeof(df_abi_args)];
 }
 
-/* Every queue starts with OP_POOL, no ITER is left in a queue, the items
-   are ITERs longest first, and each ITER of a one-block task carries its
-   FINALIZE when skip_unary_reduce leaves one. */
+/* Every queue is OP_POOL (and its EXIT); the items come in dependency
+   order, ITERs first and longest first; each one-block task's ITER
+   carries its FINALIZE when skip_unary_reduce leaves one, and every other
+   FINALIZE rides with its REDUCE. */
 static void check_layout(const df_packed *k, const variant *v) {
   df_pool_desc d = pool_of(k);
   assert_true(d.present);
-  uint32_t iters = 0, with_finalize = 0;
   for (uint32_t q = 0; q < k->topology.sm_count; q++) {
     assert_int_equal(k->instrs[k->queue_offsets[q]].opcode, DF_ABI_OP_POOL);
     for (uint32_t p = 1; p < k->queue_lengths[q]; p++)
-      assert_int_not_equal(k->instrs[k->queue_offsets[q] + p].opcode, DF_ABI_OP_ITER);
+      assert_int_equal(k->instrs[k->queue_offsets[q] + p].opcode, DF_ABI_OP_EXIT);
   }
-  uint32_t prev = UINT32_MAX;
+  uint32_t *writer = malloc(sizeof(uint32_t) * k->slot_count);
+  memset(writer, 0xFF, sizeof(uint32_t) * k->slot_count);
+  uint32_t iters = 0, with_finalize = 0, reduces = 0, prev = UINT32_MAX;
+  bool past_iters = false;
   for (uint32_t i = 0; i < d.items; i++) {
     uint32_t pi = d.first + i * d.stride;
-    assert_int_equal(k->instrs[pi].opcode, DF_ABI_OP_ITER);
-    const df_abi_args *a = args_at(k, pi);
-    uint32_t len = a->range_end - a->range_begin;
-    assert_true(len <= prev);
-    prev = len;
-    iters++;
-    if (d.stride > 1 && k->instrs[pi + 1].opcode == DF_ABI_OP_FINALIZE)
-      with_finalize++;
+    uint32_t op = k->instrs[pi].opcode;
+    if (op == DF_ABI_OP_ITER) {
+      assert_false(past_iters);
+      uint32_t len = args_at(k, pi)->range_end - args_at(k, pi)->range_begin;
+      assert_true(len <= prev);
+      prev = len;
+      iters++;
+      if (d.stride > 1 && k->instrs[pi + 1].opcode == DF_ABI_OP_FINALIZE)
+        with_finalize++;
+    } else {
+      assert_int_equal(op, DF_ABI_OP_REDUCE);
+      past_iters = true;
+      reduces++;
+    }
+    /* an item reads what earlier items wrote, or its own members */
+    for (uint32_t m = 0; m < d.stride && k->instrs[pi + m].opcode != DF_ABI_OP_EXIT; m++) {
+      const df_abi_args *a = args_at(k, pi + m);
+      for (uint32_t j = 0; j < a->input_slot_count; j++) {
+        uint32_t w = writer[k->input_slots[a->input_slot_offset + j]];
+        assert_true(w == i || (w != UINT32_MAX && w < i));
+      }
+      if (a->output_slot != DF_SENTINEL)
+        writer[a->output_slot] = i;
+    }
   }
+  free(writer);
   uint32_t blocks = 0, one_block = 0;
   for (uint32_t t = 0; t < TASKS; t++) {
     blocks += (KV[t] + BLOCK - 1) / BLOCK;
@@ -108,6 +128,7 @@ static void check_layout(const df_packed *k, const variant *v) {
   }
   assert_int_equal(iters, blocks);
   assert_int_equal(with_finalize, v->skip_unary ? one_block : 0);
+  assert_true(reduces >= TASKS - (v->skip_unary ? one_block : 0));
 }
 
 static void run_and_check(const df_packed *k, const df_pool_desc *d) {
@@ -132,7 +153,7 @@ static void pooled_plans_compute(void **state) {
   for (int i = 0; i < NVARIANTS; i++) {
     const variant *v = &VARIANTS[i];
     df_plan *p = schedule(prog, v, true);
-    assert_true(p->pool_iters);
+    assert_true(p->pool);
     for (uint32_t c = 0; c < p->comm_count; c++)
       assert_false(df_comm_kind_is_cluster(p->comms[c].kind));
     df_pack_options po = pack_options(v);
@@ -168,12 +189,12 @@ static void pool_changes_the_fingerprint(void **state) {
   df_plan *a = schedule(prog, &VARIANTS[1], true);
   df_plan *c;
   assert_int_equal(df_plan_clone(a, &c).code, DF_OK);
-  assert_true(c->pool_iters);
+  assert_true(c->pool);
   char fa[65], fc[65];
   assert_int_equal(df_plan_fingerprint(a, fa).code, DF_OK);
   assert_int_equal(df_plan_fingerprint(c, fc).code, DF_OK);
   assert_string_equal(fa, fc);
-  c->pool_iters = false;
+  c->pool = false;
   assert_int_equal(df_plan_fingerprint(c, fc).code, DF_OK);
   assert_string_not_equal(fa, fc);
   df_plan_destroy(a);
@@ -199,13 +220,13 @@ static void pack_refuses_unpoolable_plans(void **state) {
      no receive, and cluster pairs push partials */
   variant v = {4, 1, false, false, false, false, 0, 0};
   df_plan *p = schedule(prog, &v, false);
-  p->pool_iters = true;
+  p->pool = true;
   df_pack_options po = pack_options(&v);
   expect_pack_error(p, &po, "without an HBM receive");
   df_plan_destroy(p);
   v.cluster = 2;
   p = schedule(prog, &v, false);
-  p->pool_iters = true;
+  p->pool = true;
   expect_pack_error(p, &po, "cluster transfer");
   df_plan_destroy(p);
   /* one flag shared by every transfer */
@@ -228,13 +249,13 @@ static void pack_refuses_unpoolable_plans(void **state) {
   df_program_destroy(prog);
 }
 
-/* pool_iters needs round_robin all_at_once without even_split and a
+/* pool needs round_robin all_at_once without even_split and a
    partial/reduce program. */
 static void schedule_refuses_other_placements(void **state) {
   (void)state;
   df_program *prog = seed_attention_program();
   df_schedule_options o = ht_kv_options(4, 1, KV, TASKS, BLOCK);
-  o.pool_iters = true;
+  o.pool = true;
   struct {
     df_policy p;
     df_reduce_strategy s;
@@ -252,9 +273,9 @@ static void schedule_refuses_other_placements(void **state) {
     df_plan *p = NULL;
     df_status st = df_schedule(prog, &o, &p);
     assert_int_equal(st.code, DF_EINVAL);
-    if (!strstr(st.message, "pool_iters"))
+    if (!strstr(st.message, "pool"))
       fprintf(stderr, "message: %s\n", st.message);
-    assert_non_null(strstr(st.message, "pool_iters"));
+    assert_non_null(strstr(st.message, "pool"));
     if (!strstr(st.message, bad[i].what))
       fprintf(stderr, "message: %s\n", st.message);
     assert_non_null(strstr(st.message, bad[i].what));
@@ -330,21 +351,23 @@ static void blob_checks_reject_bad_pools(void **state) {
   expect_check_error(k, "counter flag");
   for (uint32_t q = 0; q < k->topology.sm_count; q++)
     k->instrs[k->queue_offsets[q]].slot_id = d.counter;
-  /* an item that does not start with an ITER */
-  k->instrs[d.first].opcode = DF_ABI_OP_FINALIZE;
-  expect_check_error(k, "not an ITER");
-  k->instrs[d.first].opcode = DF_ABI_OP_ITER;
+  /* an empty item */
+  saved = k->instrs[d.first];
+  k->instrs[d.first] = (df_abi_instr){DF_ABI_OP_EXIT, DF_SENTINEL, DF_SENTINEL, DF_SENTINEL,
+                                      0, 0, DF_SENTINEL, 0};
+  expect_check_error(k, "is empty");
+  k->instrs[d.first] = saved;
   assert_int_equal(write_read(k).code, DF_OK);
-  /* a pooled instruction that receives */
+  /* a pooled instruction that waits for a bulk receive */
   df_abi_comm c = k->comms[0];
-  c.kind = DF_COMM_HBM_RECV;
+  c.kind = DF_COMM_HBM_RECV_WAIT;
   ht_insert_comm(k, d.first, &c);
   df_launch_package l;
   df_status st = df_launch_package_build(k, &l);
   assert_int_equal(st.code, DF_EINVAL);
-  if (!strstr(st.message, "must not wait"))
+  if (!strstr(st.message, "must be an HBM receive of a direct-global slot"))
     fprintf(stderr, "message: %s\n", st.message);
-  assert_non_null(strstr(st.message, "must not wait"));
+  assert_non_null(strstr(st.message, "must be an HBM receive of a direct-global slot"));
   df_packed_destroy(k);
   df_program_destroy(prog);
 }
