@@ -21,6 +21,7 @@ TOP, CL_WAIT, CL_SYNC, HBM_FLAG, HBM_DONE, H_BEGIN, H_END, POST_SYNC, SEND_MID, 
 DIAG_POINTS = 8
 DIAG_NAMES = ("KINDS", "GUARD", "STAGE", "RESOLVE", "PREPARE", "SCAN", "POLL", "COPY")
 OPCODE_STOP = 0
+OPCODE_POOL = 5  # DF_ABI_OP_POOL
 ARGS_RECORD_BYTES = 64
 KV_BYTES_PER_KEY = 2 * 128 * 2  # K and V rows of one kv head, fp16, D = 128
 
@@ -58,14 +59,29 @@ def stamp(trace, cta, pc, point):
     return trace[((cta * INSTRS + pc) * POINTS + point) * 2]
 
 
+def _pool_instr(trace, cta, pc):
+    """A pool instruction's packed index (df/rt_trace.h: its CL_WAIT
+    %clock64 stamp holds index + 1), or None for an unused slot."""
+    if stamp(trace, cta, pc, TOP) == 0:
+        return None
+    return trace[((cta * INSTRS + pc) * POINTS + CL_WAIT) * 2 + 1] - 1
+
+
 def rows(plan, trace):
     """One dict per traced, non-STOP instruction: cta, pc, handler, keys,
-    the stamps (ns), its args and its output slot."""
+    the stamps (ns), its args and its output slot. A pooled plan's
+    instructions (docs/pool.md) come from the slots after each queue."""
     out = []
     for cta, (offset, length) in enumerate(plan["queues"][:CTAS]):
-        for pc in range(min(length, INSTRS)):
-            ins = plan["instrs"][offset + pc]
-            if ins["opcode"] == OPCODE_STOP:
+        for pc in range(INSTRS):
+            if pc < length:
+                ins = plan["instrs"][offset + pc]
+            else:
+                idx = _pool_instr(trace, cta, pc)
+                if idx is None:
+                    break
+                ins = plan["instrs"][idx]
+            if ins["opcode"] in (OPCODE_STOP, OPCODE_POOL):
                 continue
             st = [stamp(trace, cta, pc, p) for p in range(POINTS)]
             if st[TOP] == 0 or st[END] == 0:
@@ -82,6 +98,23 @@ def rows(plan, trace):
     if not out:
         raise ValueError("trace: no instruction traced")
     return out
+
+
+def gap_lines(rs):
+    """Per CTA, the time between one instruction's END and the next one's
+    TOP (a pool's claims, the record loads) and from its last END to the
+    kernel's last END (idle at the end)."""
+    by_cta = {}
+    for r in rs:
+        by_cta.setdefault(r["cta"], []).append(r)
+    last = max(r["st"][END] for r in rs)
+    gaps, idle = [], []
+    for xs in by_cta.values():
+        xs.sort(key=lambda r: r["st"][TOP])
+        gaps.append(sum(b["st"][TOP] - a["st"][END] for a, b in zip(xs, xs[1:])))
+        idle.append(last - xs[-1]["st"][END])
+    return [f"per CTA: between instructions {_spread([_us(g) for g in gaps])} us in all, "
+            f"idle after its last {_spread([_us(i) for i in idle])} us (min/med/max)"]
 
 
 def _us(ns):
@@ -223,6 +256,7 @@ def report(name, plan, trace, ctas_used=None):
     n = ctas_used or CTAS
     lines.append(f"handler time / ({n} SMs x span): {100.0 * busy / (n * span):.1f} %; "
                  f"CTAs with no instruction: {n - len(active)}")
+    lines += gap_lines(rs)
     lines += receive_lines(rs)
     lines += after_lines(rs)
     lines.append("critical path (latest first; us after the first TOP: top, handler begin, handler end, end):")

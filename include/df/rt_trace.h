@@ -16,6 +16,10 @@
    DF_RT_TRACE_INDEX(cta, pc, point, stamp). The host zeroes it before the
    launch: a point an instruction does not pass stays 0. A point passed
    more than once in one instruction (several receives) keeps the last.
+   A CTA's pool instructions (docs/pool.md) take the slots after its
+   queue, pc = queue length + n for its n-th; their CL_WAIT %clock64
+   stamp (pooled plans have no cluster receive) holds the packed
+   instruction index + 1 instead.
 
    | # | point      | where (lib/Runtime/device)                                        |
    |---|------------|-------------------------------------------------------------------|
