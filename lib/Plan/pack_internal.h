@@ -43,6 +43,19 @@ df_status df_pack_source_lifetimes(df_pack_ctx *c);
    records, before the launch package. */
 df_status df_pack_pool(df_pack_ctx *c);
 
+/* A pool's items for df_pool_order: their modelled costs (us) and the
+   items each one reads from (CSR: producers of item g are
+   prods[prod_off[g] .. prod_off[g + 1])). */
+typedef struct df_pool_items {
+  uint32_t count, ctas;
+  const double *cost;
+  const uint32_t *prod_off, *prods;
+  double edge_us; /* a transfer between items */
+} df_pool_items;
+
+/* The claim order (pool_order.c): order[k] = the k-th item to claim. */
+df_status df_pool_order(const df_pool_items *it, df_arena *a, uint32_t *order);
+
 /* "Dataflow ABI value must fit uint32, got X". */
 static inline df_status df_abi_u32(uint64_t v, uint32_t *out) {
   if (v > UINT32_MAX)

@@ -3,16 +3,15 @@
    from at run time; each queue keeps only an OP_POOL record naming the
    region. An item is an instruction with the ones right after it on its
    queue that wait for nothing and read only the item's own outputs (a
-   REDUCE's FINALIZE). Items are claimed in dependency order (ITERs
-   longest first, then each level of reduces as their inputs were
-   claimed), so an item only ever waits for items claimed before it, which
-   run on other CTAs or are done. The plan's placement stays the nominal
+   REDUCE's FINALIZE). Items are claimed in the order of a modelled list
+   schedule (pool_order.c), which is topological: an item only ever waits
+   for items claimed before it, which run on other CTAs or are done. The plan's placement stays the nominal
    one: it decided the slots, flags and barriers, which the rules below
    make independent of the CTA that runs an item. */
 #include <string.h>
 
+#include "df/split.h"
 #include "pack_internal.h"
-#include "sort_idx.h"
 
 #define S DF_SENTINEL
 
@@ -24,8 +23,6 @@ typedef struct pool_state {
   uint32_t *first;         /* per group: its first instruction (packed index) */
   uint32_t *size;          /* per group: instructions */
   uint32_t *rank;          /* per group: position among its queue's groups */
-  uint32_t *level;         /* per group: longest chain of items it waits for */
-  uint32_t *pos;           /* per group: claim position */
   uint32_t groups, stride, pooled;
 } pool_state;
 
@@ -206,99 +203,49 @@ static df_status check_flags(const pool_state *s) {
   return df_status_ok();
 }
 
-/* The claim order's key within one level: ITERs longest first (the last
-   claimed are the shortest, so the CTAs finish close together); a reduce
-   after the reduces whose inputs were claimed earlier. Ties in the static
-   plan's wave order. */
-typedef struct order_ctx {
-  const pool_state *s;
-  const uint32_t *ready; /* per group: latest claim position among its producers */
-} order_ctx;
-
-static uint32_t item_length(const pool_state *s, uint32_t g) {
-  const df_abi_instr *r = &s->k->instrs[s->first[g]];
-  const df_abi_args *a = args_of(s->k, r);
-  return r->opcode == DF_ABI_OP_ITER && a ? a->range_end - a->range_begin : 0;
-}
-
-static bool earlier_item(const void *ctx, uint32_t a, uint32_t b) {
-  const order_ctx *o = ctx;
-  const pool_state *s = o->s;
-  if (s->level[a] != s->level[b])
-    return s->level[a] < s->level[b];
-  if (o->ready[a] != o->ready[b])
-    return o->ready[a] < o->ready[b];
-  uint32_t la = item_length(s, a), lb = item_length(s, b);
-  if (la != lb)
-    return la > lb;
-  if (s->rank[a] != s->rank[b])
-    return s->rank[a] < s->rank[b];
-  return s->first[a] < s->first[b];
-}
-
-/* The items an item's members read from (producer groups), walked by f. */
-#define FOR_PRODUCERS(s, g, prod, body)                                                    \
-  for (uint32_t m_ = 0; m_ < (s)->size[g]; m_++) {                                          \
-    const df_abi_args *a_ = args_of((s)->k, &(s)->k->instrs[(s)->first[g] + m_]);           \
-    for (uint32_t i_ = 0; a_ && i_ < a_->input_slot_count; i_++) {                          \
-      uint32_t sl_ = (s)->k->input_slots[a_->input_slot_offset + i_];                       \
-      uint32_t prod = sl_ < (s)->k->slot_count ? (s)->slot_group[sl_] : S;                  \
-      if (prod == S || prod == (g))                                                         \
-        continue;                                                                           \
-      body                                                                                  \
-    }                                                                                       \
-  }
-
-/* Level = the longest chain of items before it; a cycle is an error. */
-static df_status levels(pool_state *s) {
-  s->level = df_arena_array(s->a, s->groups, sizeof(uint32_t));
-  if (!s->level)
-    return DF_ARENA_OOM("the pool's levels");
-  memset(s->level, 0, sizeof(uint32_t) * s->groups);
-  for (uint32_t round = 0;; round++) {
-    bool changed = false;
-    for (uint32_t g = 0; g < s->groups; g++)
-      FOR_PRODUCERS(s, g, p, {
-        if (s->level[p] + 1 > s->level[g]) {
-          s->level[g] = s->level[p] + 1;
-          changed = true;
-        }
-      })
-    if (!changed)
-      return df_status_ok();
-    if (round > s->groups)
-      return df_status_errorf(DF_EINVAL, "pool: the items' inputs form a cycle");
+/* The items' costs under the automatic split's model (df/split.h) and
+   their producers, for df_pool_order. */
+static double member_cost(const df_packed *k, uint32_t pi, const df_split_cost *m) {
+  const df_abi_instr *r = &k->instrs[pi];
+  const df_abi_args *a = args_of(k, r);
+  switch (r->opcode) {
+  case DF_ABI_OP_ITER:
+    return m->per_partial_us + (a ? (double)(a->range_end - a->range_begin) : 0) * m->per_unit_us;
+  case DF_ABI_OP_REDUCE:
+    return m->reduce_us + (a ? a->input_slot_count : 0) * m->reduce_per_input_us;
+  default:
+    return m->finalize_us;
   }
 }
 
-/* Claim positions level by level: a level's keys need the positions of
-   the levels before it. */
 static df_status claim_order(pool_state *s, uint32_t *order) {
-  DF_TRY(levels(s));
-  uint32_t *ready = df_arena_array(s->a, s->groups, sizeof(uint32_t));
-  uint32_t *tmp = df_arena_array(s->a, s->groups, sizeof(uint32_t));
-  s->pos = df_arena_array(s->a, s->groups, sizeof(uint32_t));
-  if (!ready || !tmp || !s->pos)
+  const df_packed *k = s->k;
+  const df_split_cost m = df_split_search_default().cost;
+  double *cost = df_arena_array(s->a, s->groups, sizeof(double));
+  uint32_t *off = df_arena_array(s->a, (uint64_t)s->groups + 1, sizeof(uint32_t));
+  uint32_t *prods = df_arena_array(s->a, k->input_slot_count ? k->input_slot_count : 1,
+                                   sizeof(uint32_t));
+  if (!cost || !off || !prods)
     return DF_ARENA_OOM("the pool's order");
-  uint32_t placed = 0;
-  for (uint32_t lv = 0; placed < s->groups; lv++) {
-    uint32_t n = 0;
-    for (uint32_t g = 0; g < s->groups; g++)
-      if (s->level[g] == lv) {
-        ready[g] = 0;
-        FOR_PRODUCERS(s, g, p, {
-          if (s->pos[p] + 1 > ready[g])
-            ready[g] = s->pos[p] + 1;
-        })
-        order[placed + n++] = g;
+  uint32_t np = 0;
+  for (uint32_t g = 0; g < s->groups; g++) {
+    off[g] = np;
+    cost[g] = 0;
+    for (uint32_t m_ = 0; m_ < s->size[g]; m_++) {
+      uint32_t pi = s->first[g] + m_;
+      cost[g] += member_cost(k, pi, &m);
+      const df_abi_args *a = args_of(k, &k->instrs[pi]);
+      for (uint32_t i = 0; a && i < a->input_slot_count; i++) {
+        uint32_t sl = k->input_slots[a->input_slot_offset + i];
+        uint32_t p = sl < k->slot_count ? s->slot_group[sl] : S;
+        if (p != S && p != g && np < k->input_slot_count)
+          prods[np++] = p;
       }
-    order_ctx o = {s, ready};
-    df_sort_idx(order + placed, n, tmp, earlier_item, &o);
-    for (uint32_t i = 0; i < n; i++)
-      s->pos[order[placed + i]] = placed + i;
-    placed += n;
+    }
   }
-  return df_status_ok();
+  off[s->groups] = np;
+  df_pool_items it = {s->groups, k->topology.sm_count, cost, off, prods, m.hbm_edge_us};
+  return df_pool_order(&it, s->a, order);
 }
 
 static uint32_t counter_flag(const df_packed *k) {

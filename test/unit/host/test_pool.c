@@ -1,10 +1,10 @@
 /* The instruction pool (df_schedule_options.pool, docs/pool.md): pooled
    plans of several placements compute the attention on the host backend,
    whose CTAs claim the items from the shared counter as the device does;
-   the pool's layout (OP_POOL first in every queue, items in dependency
-   order with ITERs longest first, one-block tasks' FINALIZE inside their
-   item) survives a blob round trip; plans that break a pool rule are refused by df_pack with the
-   rule, and corrupted pools by the blob checks. */
+   the pool's layout (OP_POOL first in every queue, items in a
+   topological claim order, one-block tasks' FINALIZE inside their item)
+   survives a blob round trip; plans that break a pool rule are refused
+   by df_pack with the rule, and corrupted pools by the blob checks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,10 +77,11 @@ static const df_abi_args *args_at(const df_packed *k, uint32_t pi) {
   return &k->args[k->instrs[pi].arg_offset / sizeof(df_abi_args)];
 }
 
-/* Every queue is OP_POOL (and its EXIT); the items come in dependency
-   order, ITERs first and longest first; each one-block task's ITER
-   carries its FINALIZE when skip_unary_reduce leaves one, and every other
-   FINALIZE rides with its REDUCE. */
+/* Every queue is OP_POOL (and its EXIT); the items come in a topological
+   order that starts with a full block of a task that still needs a
+   reduce (the longest chain); each one-block task's ITER carries its
+   FINALIZE when skip_unary_reduce leaves one, and every other FINALIZE
+   rides with its REDUCE. */
 static void check_layout(const df_packed *k, const variant *v) {
   df_pool_desc d = pool_of(k);
   assert_true(d.present);
@@ -89,24 +90,22 @@ static void check_layout(const df_packed *k, const variant *v) {
     for (uint32_t p = 1; p < k->queue_lengths[q]; p++)
       assert_int_equal(k->instrs[k->queue_offsets[q] + p].opcode, DF_ABI_OP_EXIT);
   }
+  const df_abi_args *a0 = args_at(k, d.first);
+  assert_int_equal(k->instrs[d.first].opcode, DF_ABI_OP_ITER);
+  assert_int_equal(a0->range_end - a0->range_begin, BLOCK);
+  assert_true(KV[a0->task_id] > BLOCK);
   uint32_t *writer = malloc(sizeof(uint32_t) * k->slot_count);
   memset(writer, 0xFF, sizeof(uint32_t) * k->slot_count);
-  uint32_t iters = 0, with_finalize = 0, reduces = 0, prev = UINT32_MAX;
-  bool past_iters = false;
+  uint32_t iters = 0, with_finalize = 0, reduces = 0;
   for (uint32_t i = 0; i < d.items; i++) {
     uint32_t pi = d.first + i * d.stride;
     uint32_t op = k->instrs[pi].opcode;
     if (op == DF_ABI_OP_ITER) {
-      assert_false(past_iters);
-      uint32_t len = args_at(k, pi)->range_end - args_at(k, pi)->range_begin;
-      assert_true(len <= prev);
-      prev = len;
       iters++;
       if (d.stride > 1 && k->instrs[pi + 1].opcode == DF_ABI_OP_FINALIZE)
         with_finalize++;
     } else {
       assert_int_equal(op, DF_ABI_OP_REDUCE);
-      past_iters = true;
       reduces++;
     }
     /* an item reads what earlier items wrote, or its own members */
