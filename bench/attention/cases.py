@@ -335,6 +335,38 @@ def cases():
             block, sched, _ = choose_at(2 * SMS, tl, (c["schedule"],))
             alt(".x2pool", sched + ", 2 CTAs/SM x 128 threads, instruction pool", block, None,
                 c["opts"] + f" sm-count={2 * SMS} pool=true", threads=128)
+            if c["name"] == "s32":
+                # the pool with reduces of up to 8 inputs (one level
+                # here: a shorter chain after the last partial), alone and
+                # with each REDUCE -> FINALIZE fused (df-fuse no-iter).
+                # Run S: 76.6 and 76.4-77.1 us, the fastest s32 plans
+                alt(".x2poolf8", sched + ", 2 CTAs/SM, instruction pool, fan-in 8", block, None,
+                    c["opts"] + f" sm-count={2 * SMS} pool=true reduce-fan-in=8", threads=128)
+                alt(".x2poolf8rf", sched + ", 2 CTAs/SM, pool, fan-in 8, df-fuse no-iter",
+                    block, None, c["opts"] + f" sm-count={2 * SMS} pool=true reduce-fan-in=8",
+                    threads=128, passes="--df-fuse=no-iter=true")
+            if c["name"] == "s32" and os.environ.get("CASES_SWEEP"):
+                # (CASES_SWEEP=1 only) the pool's reduce trees: fan-in 8
+                # (one level here) and one reduce per task, at 1 and 2
+                # CTAs per SM
+                for f in (8, 0):
+                    alt(f".poolf{f}", c["schedule"] + f", instruction pool, fan-in {f}",
+                        c["block"], None, c["opts"] + f" pool=true reduce-fan-in={f}")
+                    if f != 8:
+                        alt(f".x2poolf{f}", sched + f", 2 CTAs/SM, instruction pool, fan-in {f}",
+                            block, None,
+                            c["opts"] + f" sm-count={2 * SMS} pool=true reduce-fan-in={f}",
+                            threads=128)
+                    alt(f".x2poolf{f}b3072", sched + f", 2 CTAs/SM, pool, fan-in {f}, block 3072",
+                        3072, None,
+                        c["opts"] + f" sm-count={2 * SMS} pool=true reduce-fan-in={f}",
+                        threads=128)
+                # and the best of those at other blocks, and with each
+                # REDUCE -> FINALIZE fused (df-fuse no-iter)
+                for b in (1536, 2560):
+                    alt(f".x2poolf8b{b}", sched + f", 2 CTAs/SM, pool, fan-in 8, block {b}", b,
+                        None, c["opts"] + f" sm-count={2 * SMS} pool=true reduce-fan-in=8",
+                        threads=128)
         if c["name"] in ("s32", "s16"):
             # the case's schedule at other block sizes than the model's
             # choice (its per-partial cost is a guess)

@@ -75,6 +75,8 @@ static int g_gate;    /* mark cluster targets with a release as gated */
    with private slot regions or HBM transfers). Reported as XFAIL. */
 static int g_hazard;
 
+static int g_pool; /* attn_hbm schedules the instruction pool (docs/pool.md) */
+
 static int run(const char *name, df_plan *p, uint32_t threads, int reps) {
   df_pack_options po;
   memset(&po, 0, sizeof po);
@@ -82,8 +84,8 @@ static int run(const char *name, df_plan *p, uint32_t threads, int reps) {
   df_packed *k;
   df_status s = df_pack(p, &po, NULL, &k);
   if (s.code != DF_OK) {
-    printf("SKIP %s: pack failed: %s\n", name, s.message);
-    return 0;
+    printf("%s %s: pack failed: %s\n", g_pool ? "FAIL" : "SKIP", name, s.message);
+    return g_pool ? 1 : 0;
   }
   df_launch_package *L = &k->launch;
   if (g_private) {
@@ -194,6 +196,20 @@ static int run(const char *name, df_plan *p, uint32_t threads, int reps) {
                bad, out_n, first, got[first], expect[first]);
     }
   }
+  /* a pool's counter: every CTA claimed until one claim came back empty */
+  uint32_t queued = 0;
+  for (uint32_t q = 0; q < sm; q++)
+    queued += k->queue_lengths[q];
+  df_pool_desc pool;
+  if (df_packed_pool_find(k, queued, &pool).code == DF_OK && pool.present) {
+    uint32_t claims = 0;
+    CK(cuMemcpyDtoH(&claims, d_flags + 4 * pool.counter, 4));
+    if (claims != pool.items + sm) {
+      fails++;
+      printf("  %s: pool counter %u after the last launch, want %u items + %u CTAs\n", name,
+             claims, pool.items, sm);
+    }
+  }
   const char *verdict = fails ? (g_hazard ? "XFAIL" : "FAIL") : "PASS";
   printf("%s %s: sm %u cluster %u threads %u instrs %u comms %u barriers %u acks %u "
          "smem %u reps %d fails %d\n",
@@ -255,6 +271,9 @@ static df_plan *attn_hbm(uint32_t sm, uint32_t cs, const uint32_t *kv, uint32_t 
   o.policy = pol;
   o.strategy = st;
   o.force_hbm_comms = true;
+  o.pool = g_pool;
+  o.skip_unary_reduce = g_pool; /* items of an ITER and its FINALIZE too */
+  o.reduce_fan_in = g_pool ? 4 : 0;
   df_plan *plan;
   df_status s = df_schedule(prog, &o, &plan);
   if (s.code != DF_OK) {
@@ -426,6 +445,16 @@ int main(int argc, char **argv) {
   p = attn(128, 8, kvr, 300, 128, DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_ALL_AT_ONCE, true);
   fails += run("big-cl-c8", p, 256, 10);
   df_plan_destroy(p);
+  /* the instruction pool: CTAs claim partials, reduce trees and
+     finalizes at run time; pooled receives wait on direct-global flags */
+  g_pool = 1;
+  p = attn_hbm(nsm, 2, kvr, 300, 128, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
+  fails += run("big-pool-c2", p, 128, 10);
+  df_plan_destroy(p);
+  p = attn_hbm(nsm, 1, kvr, 300, 64, DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE);
+  fails += run("big-pool-c1-small-blocks", p, 256, 10);
+  df_plan_destroy(p);
+  g_pool = 0;
   printf("TOTAL FAILS %d\n", fails);
   return fails ? 1 : 0;
 }
