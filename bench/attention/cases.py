@@ -357,16 +357,21 @@ def cases():
                             block, None,
                             c["opts"] + f" sm-count={2 * SMS} pool=true reduce-fan-in={f}",
                             threads=128)
-                    alt(f".x2poolf{f}b3072", sched + f", 2 CTAs/SM, pool, fan-in {f}, block 3072",
-                        3072, None,
-                        c["opts"] + f" sm-count={2 * SMS} pool=true reduce-fan-in={f}",
-                        threads=128)
+                    if f != 8:
+                        alt(f".x2poolf{f}b3072", sched + f", 2 CTAs/SM, pool, fan-in {f}, "
+                            "block 3072", 3072, None,
+                            c["opts"] + f" sm-count={2 * SMS} pool=true reduce-fan-in={f}",
+                            threads=128)
                 # and the best of those at other blocks, and with each
                 # REDUCE -> FINALIZE fused (df-fuse no-iter)
-                for b in (1536, 2560):
+                for b in (1536, 2560, 3072):
                     alt(f".x2poolf8b{b}", sched + f", 2 CTAs/SM, pool, fan-in 8, block {b}", b,
                         None, c["opts"] + f" sm-count={2 * SMS} pool=true reduce-fan-in=8",
                         threads=128)
+                    alt(f".x2poolf8rfb{b}", sched + f", 2 CTAs/SM, pool, fan-in 8, df-fuse "
+                        f"no-iter, block {b}", b, None,
+                        c["opts"] + f" sm-count={2 * SMS} pool=true reduce-fan-in=8",
+                        threads=128, passes="--df-fuse=no-iter=true")
         if c["name"] in ("s32", "s16"):
             # the case's schedule at other block sizes than the model's
             # choice (its per-partial cost is a guess)

@@ -19,7 +19,8 @@
    A CTA's pool instructions (docs/pool.md) take the slots after its
    queue, pc = queue length + n for its n-th; their CL_WAIT %clock64
    stamp (pooled plans have no cluster receive) holds the packed
-   instruction index + 1 instead.
+   instruction index + 1 instead, and their TOP is taken after the claim
+   and the record load.
 
    | # | point      | where (lib/Runtime/device)                                        |
    |---|------------|-------------------------------------------------------------------|

@@ -254,7 +254,12 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
 #ifdef DF_RT_TRACE
   uint32_t traced_pool = 0;
 #endif
-  for (uint32_t pc = 0;;) {
+  /* An OP_POOL comes first in every queue of a pooled plan or in none
+     (df_packed_pool_find): a kernel built without the pool traps here,
+     not with a test in every dispatch. */
+  if (!DF_HAS(DF_FEATURE_POOL) && length && chunk_word(&k, 0, 0) == DF_ABI_OP_POOL)
+    __builtin_trap();
+  for (uint32_t pc = 0; pc < length;) {
     uint32_t op, handler_id, arg_offset, comm_offset, n;
     if (DF_HAS(DF_FEATURE_POOL) && __builtin_expect(pool.counter != (uint32_t *)0, 0)) {
       if (pool.member == 0) {
@@ -290,9 +295,8 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
 #ifdef DF_RT_TRACE_DIAG
       rt.diag = (uint64_t *)0;
 #endif
+      DF_RT_TRACE_AT(&rt, DF_RT_TRACE_TOP); /* after the claim and the record */
     } else {
-      if (pc >= length)
-        break;
 #ifdef DF_RT_TRACE
       rt.trace = q < DF_RT_TRACE_CTAS && pc < DF_RT_TRACE_INSTRS
                      ? &df_rt_trace_buf[DF_RT_TRACE_INDEX(q, pc, 0, 0)]
@@ -301,6 +305,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
 #ifdef DF_RT_TRACE_DIAG
       rt.diag = rt.trace ? &df_rt_diag_buf[DF_RT_DIAG_INDEX(q, pc, 0)] : (uint64_t *)0;
 #endif
+      DF_RT_TRACE_AT(&rt, DF_RT_TRACE_TOP);
       if (__builtin_expect(pc - k.base >= k.span, 0))
         chunk_load(&k, queue, pc, length);
       /* Every word read before the first test: the shuffles then overlap
@@ -312,9 +317,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
       n = chunk_word(&k, pc, 5);
       if (op == DF_ABI_OP_EXIT)
         break;
-      if (__builtin_expect(op == DF_ABI_OP_POOL, 0)) {
-        if (!DF_HAS(DF_FEATURE_POOL)) /* a kernel built for a plan without a pool */
-          __builtin_trap();
+      if (DF_HAS(DF_FEATURE_POOL) && __builtin_expect(op == DF_ABI_OP_POOL, 0)) {
         pool.counter = flags + chunk_word(&k, pc, 6);
         pool.first = comm_offset;
         pool.items = chunk_word(&k, pc, 7);
@@ -323,7 +326,6 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
         continue;
       }
     }
-    DF_RT_TRACE_AT(&rt, DF_RT_TRACE_TOP);
     const df_abi_args *a = (const df_abi_args *)(args + arg_offset);
     const df_abi_comm *c = comms + comm_offset;
     df_comm_scan scan = {0, 0, 0};
