@@ -22,7 +22,6 @@ typedef struct pool_state {
   uint32_t *slot_group;    /* per slot: group whose item writes it, or S */
   uint32_t *first;         /* per group: its first instruction (packed index) */
   uint32_t *size;          /* per group: instructions */
-  uint32_t *rank;          /* per group: position among its queue's groups */
   uint32_t groups, stride, pooled;
 } pool_state;
 
@@ -97,11 +96,10 @@ static df_status find_groups(pool_state *s) {
   s->slot_group = df_arena_sentinels(s->a, k->slot_count ? k->slot_count : 1);
   s->first = df_arena_array(s->a, n ? n : 1, sizeof(uint32_t));
   s->size = df_arena_array(s->a, n ? n : 1, sizeof(uint32_t));
-  s->rank = df_arena_array(s->a, n ? n : 1, sizeof(uint32_t));
-  if (!s->group_of || !s->slot_group || !s->first || !s->size || !s->rank)
+  if (!s->group_of || !s->slot_group || !s->first || !s->size)
     return DF_ARENA_OOM("the instruction pool");
   for (uint32_t q = 0; q < k->topology.sm_count; q++) {
-    uint32_t open = S, in_queue = 0;
+    uint32_t open = S;
     for (uint32_t pi = k->queue_offsets[q]; pi < k->queue_offsets[q] + k->queue_lengths[q];
          pi++) {
       const df_abi_instr *r = &k->instrs[pi];
@@ -112,11 +110,6 @@ static df_status find_groups(pool_state *s) {
                                 "pool: instruction %u (plan %u, opcode %u) runs no "
                                 "handler; a pooled plan has handler instructions only",
                                 pi, k->pack_order[pi], r->opcode);
-      if (fused(args_of(k, r)) && r->opcode == DF_ABI_OP_ITER)
-        return df_status_errorf(DF_EINVAL,
-                                "pool: instruction %u (plan %u) is a fused ITER; a "
-                                "pooled ITER is one instruction (df-fuse no-iter=true)",
-                                pi, k->pack_order[pi]);
       if (open != S && joins(s, r, open)) {
         DF_TRY(add_member(s, pi, open));
       } else {
@@ -124,7 +117,6 @@ static df_status find_groups(pool_state *s) {
         open = s->groups++;
         s->first[open] = pi;
         s->size[open] = 0;
-        s->rank[open] = in_queue++;
         DF_TRY(add_member(s, pi, open));
       }
       if (s->size[open] > s->stride)

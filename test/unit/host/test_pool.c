@@ -16,6 +16,7 @@
 
 #include "df/blob.h"
 #include "df/fuse.h"
+#include "hand_plan.h"
 #include "host_test_support.h"
 #include "seed_plans.h"
 
@@ -234,16 +235,38 @@ static void pack_refuses_unpoolable_plans(void **state) {
   po.layout.reuse_hbm_flags = true;
   expect_pack_error(p, &po, "flag per transfer");
   df_plan_destroy(p);
-  /* a fused ITER */
-  po.layout.reuse_hbm_flags = false;
-  v.skip_unary = true;
-  v.defer = true;
-  p = schedule(prog, &v, true);
+  df_program_destroy(prog);
+  /* an instruction without a handler (a cluster barrier) */
+  p = hand_plan_new(2, 1, 64);
+  uint32_t out = hand_slot(p);
+  hand_instr(p, DF_INSTR_MAP, 0, NULL, 0, out);
+  hand_instr(p, DF_INSTR_CLUSTER_SYNC, 1, NULL, 0, DF_SENTINEL);
+  hand_finish(p);
+  p->pool = true;
+  df_pack_options plain;
+  memset(&plain, 0, sizeof plain);
+  expect_pack_error(p, &plain, "runs no handler");
+  df_plan_destroy(p);
+}
+
+/* A fused plan pools too: each fused record (here one-block tasks' ITER
+   -> FINALIZE and REDUCE -> FINALIZE composites) is one item, and the
+   host backend runs the composites' parts. */
+static void fused_plans_pool(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  variant v = {4, 1, true, true, true, true, 0, 0};
+  df_plan *p = schedule(prog, &v, true);
   df_fuse_options fo = {0, false};
   df_fuse_report fr;
   assert_int_equal(df_plan_fuse(p, &fo, &fr).code, DF_OK);
   assert_true(fr.groups > 0);
-  expect_pack_error(p, &po, "fused ITER");
+  df_pack_options po = pack_options(&v);
+  df_packed *k = ht_pack(p, &po);
+  df_pool_desc d = pool_of(k);
+  assert_true(d.present);
+  run_and_check(k, &d);
+  df_packed_destroy(k);
   df_plan_destroy(p);
   df_program_destroy(prog);
 }
@@ -376,6 +399,7 @@ int main(void) {
       cmocka_unit_test(pooled_plans_compute),
       cmocka_unit_test(pool_changes_the_fingerprint),
       cmocka_unit_test(pack_refuses_unpoolable_plans),
+      cmocka_unit_test(fused_plans_pool),
       cmocka_unit_test(schedule_refuses_other_placements),
       cmocka_unit_test(blob_checks_reject_bad_pools),
   };
