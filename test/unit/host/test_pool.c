@@ -131,7 +131,7 @@ static void check_layout(const df_packed *k, const variant *v) {
   assert_true(reduces >= TASKS - (v->skip_unary ? one_block : 0));
 }
 
-static void run_and_check(const df_packed *k, const df_pool_desc *d) {
+static void run_lengths(const df_packed *k, const df_pool_desc *d, const uint32_t *kv) {
   df_host_options o = df_host_options_default();
   float *rows;
   df_host_result res;
@@ -139,12 +139,37 @@ static void run_and_check(const df_packed *k, const df_pool_desc *d) {
   if (st.code != DF_OK)
     fprintf(stderr, "%s\n", st.message);
   assert_int_equal(st.code, DF_OK);
-  ht_check_attention(rows, KV, TASKS);
+  ht_check_attention(rows, kv, TASKS);
   /* every CTA claimed until one claim found the pool empty */
   assert_non_null(res.flags);
   assert_int_equal(res.flags[d->counter], d->items + k->topology.sm_count);
   free(rows);
   df_host_result_free(&res);
+}
+
+static void run_and_check(const df_packed *k, const df_pool_desc *d) { run_lengths(k, d, KV); }
+
+/* A decode step patches a pooled plan as any other (df/plan.h): the
+   items keep their order, the last blocks grow, and it computes the new
+   lengths. */
+static void pooled_plans_patch(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  const variant *v = &VARIANTS[1];
+  df_plan *p = schedule(prog, v, true);
+  df_pack_options po = pack_options(v);
+  df_packed *k = ht_pack(p, &po);
+  uint32_t next[TASKS];
+  for (uint32_t t = 0; t < TASKS; t++)
+    next[t] = KV[t] % BLOCK ? KV[t] + 1 : KV[t];
+  df_patch_result r;
+  assert_int_equal(df_packed_patch_lengths(k, next, TASKS, BLOCK, &r).code, DF_OK);
+  assert_true(r.patched);
+  df_pool_desc d = pool_of(k);
+  run_lengths(k, &d, next);
+  df_packed_destroy(k);
+  df_plan_destroy(p);
+  df_program_destroy(prog);
 }
 
 static void pooled_plans_compute(void **state) {
@@ -397,6 +422,7 @@ static void blob_checks_reject_bad_pools(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(pooled_plans_compute),
+      cmocka_unit_test(pooled_plans_patch),
       cmocka_unit_test(pool_changes_the_fingerprint),
       cmocka_unit_test(pack_refuses_unpoolable_plans),
       cmocka_unit_test(fused_plans_pool),
