@@ -550,6 +550,22 @@ const df_range_lengths *df_sched_find_range(const df_schedule_options *o, const 
   return NULL;
 }
 
+/* Options that place round_robin all_at_once blocks themselves:
+   not with even_split or an automatic split. */
+static df_status fixed_round_robin(const df_schedule_options *o, const char *option) {
+  if (o->policy == DF_POLICY_ROUND_ROBIN && o->strategy == DF_REDUCE_ALL_AT_ONCE &&
+      !o->even_split && !o->auto_split)
+    return df_status_ok();
+  return df_status_errorf(DF_EINVAL,
+                          "Dataflow schedule option %s needs scheduler policy 'round_robin' "
+                          "and reduce strategy 'all_at_once' without even_split or an "
+                          "automatic split, got '%s' and '%s'%s",
+                          option, df_policy_name(o->policy), df_reduce_strategy_name(o->strategy),
+                          o->even_split ? " with even_split"
+                          : o->auto_split ? " with block-size=auto"
+                                          : "");
+}
+
 static df_status check_policy(const df_sched *s) {
   const df_schedule_options *o = s->o;
   if (o->policy != DF_POLICY_ROUND_ROBIN && o->policy != DF_POLICY_CLUSTER_LOCAL)
@@ -617,28 +633,10 @@ static df_status check_policy(const df_sched *s) {
                               "intermediates",
                               op->name);
   }
-  if (o->pool &&
-      (o->policy != DF_POLICY_ROUND_ROBIN || o->strategy != DF_REDUCE_ALL_AT_ONCE ||
-       o->even_split || o->auto_split))
-    return df_status_errorf(DF_EINVAL,
-                            "Dataflow schedule option pool needs scheduler policy "
-                            "'round_robin' and reduce strategy 'all_at_once' without "
-                            "even_split or an automatic split, got '%s' and '%s'%s",
-                            df_policy_name(o->policy), df_reduce_strategy_name(o->strategy),
-                            o->even_split ? " with even_split"
-                            : o->auto_split ? " with block-size=auto"
-                                            : "");
+  if (o->pool)
+    DF_TRY(fixed_round_robin(o, "pool"));
   if (o->reduce_sms) {
-    if (o->policy != DF_POLICY_ROUND_ROBIN || o->strategy != DF_REDUCE_ALL_AT_ONCE ||
-        o->even_split || o->auto_split)
-      return df_status_errorf(DF_EINVAL,
-                              "Dataflow schedule option reduce_sms needs scheduler policy "
-                              "'round_robin' and reduce strategy 'all_at_once' without "
-                              "even_split or an automatic split, got '%s' and '%s'%s",
-                              df_policy_name(o->policy), df_reduce_strategy_name(o->strategy),
-                              o->even_split ? " with even_split"
-                              : o->auto_split ? " with block-size=auto"
-                                              : "");
+    DF_TRY(fixed_round_robin(o, "reduce_sms"));
     if (o->reduce_sms >= s->topo.sm_count)
       return df_status_errorf(DF_EINVAL,
                               "Dataflow schedule option reduce_sms %u must leave SMs for the "
