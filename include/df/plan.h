@@ -730,6 +730,10 @@ typedef struct df_pool_desc {
    queue_end: where the queues end (the sum of their lengths). */
 df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_desc *out);
 
+/* Whether a checked packed plan has a pool (its first queue starts with
+   OP_POOL). Run-time re-plans of such a plan pool too. */
+bool df_packed_has_pool(const df_packed *k);
+
 /* Build and check the launch package from packed records (REFERENCE 5.5). */
 df_status df_launch_package_build(const df_packed *k, df_launch_package *out);
 void df_launch_package_free(df_launch_package *l, const df_allocator *alloc);

@@ -273,7 +273,9 @@ df_status df_rt_plan_from_program(df_rt *rt, const df_program *program,
    block-size=auto chooses its block size and placement again for the new
    lengths (so->block_size, policy, strategy and placement are then not
    used; df_rt_plan_block_size of the result is the chosen block, which
-   executables then take). The result is a new plan;
+   executables then take). A base plan with an instruction pool
+   (docs/pool.md) re-plans with one (so->pool set): its kernel may lack
+   the paths of a plan without. The result is a new plan;
    df_rt_executable_set_plan switches an executable to it without
    reloading the module. */
 df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *so,

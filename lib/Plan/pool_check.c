@@ -52,6 +52,12 @@ static df_status check_region(const df_packed *k, const df_pool_desc *d) {
   return df_status_ok();
 }
 
+bool df_packed_has_pool(const df_packed *k) {
+  return k && k->instr_count && k->topology.sm_count && k->queue_lengths[0] &&
+         k->queue_offsets[0] < k->instr_count &&
+         k->instrs[k->queue_offsets[0]].opcode == DF_ABI_OP_POOL;
+}
+
 df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_desc *out) {
   *out = (df_pool_desc){false, 0, 0, 0, 0};
   uint32_t sms = k->topology.sm_count, with = 0;

@@ -24,9 +24,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "embedding needs a lit
 uint32_t df_packed_features(const df_packed *k) {
   uint32_t f = df_plan_features_of(k->comms, k->comm_count, k->slots, k->slot_count,
                                    k->topology.cluster_size);
-  /* a pool starts every queue (df_packed_pool_find) */
-  if (k->instr_count && k->topology.sm_count && k->queue_lengths[0] &&
-      k->instrs[k->queue_offsets[0]].opcode == DF_ABI_OP_POOL)
+  if (df_packed_has_pool(k))
     f |= DF_FEATURE_POOL;
   return f;
 }

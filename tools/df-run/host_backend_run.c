@@ -45,6 +45,7 @@ static df_status load_plan(host_run *r) {
   df_schedule_options so;
   run_replan_options(r->o, &so);
   so.topology = r->k->topology;
+  so.pool = df_packed_has_pool(r->k); /* as df_rt_plan_replan */
   df_pack_options po;
   run_replan_pack_options(r->o, &po);
   df_plan *plan;

@@ -134,6 +134,10 @@ df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *s
   df_schedule_options o = *so;
   if (o.topology.sm_count == 0)
     o.topology = base->packed->topology;
+  /* its kernel runs pooled plans (and has no cluster paths if the pool
+     forced HBM): the re-plan pools too */
+  if (df_packed_has_pool(base->packed))
+    o.pool = true;
   df_status s = plan_program(base->rt, base->program, &o, po, true, out);
   return df_status_wrap(s, "plan: re-planning");
 }

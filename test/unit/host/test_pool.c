@@ -131,20 +131,37 @@ static void check_layout(const df_packed *k, const variant *v) {
   assert_true(reduces >= TASKS - (v->skip_unary ? one_block : 0));
 }
 
+/* Runs the plan twice: CTAs in turn as far as each can go, and
+   interleaved two steps at a time in reverse order, where the items
+   spread over the CTAs (the CTAs that ran pool items are counted). */
 static void run_lengths(const df_packed *k, const df_pool_desc *d, const uint32_t *kv) {
-  df_host_options o = df_host_options_default();
-  float *rows;
-  df_host_result res;
-  df_status st = ht_run_attention(k, TASKS, BLOCK, &o, &rows, &res);
-  if (st.code != DF_OK)
-    fprintf(stderr, "%s\n", st.message);
-  assert_int_equal(st.code, DF_OK);
-  ht_check_attention(rows, kv, TASKS);
-  /* every CTA claimed until one claim found the pool empty */
-  assert_non_null(res.flags);
-  assert_int_equal(res.flags[d->counter], d->items + k->topology.sm_count);
-  free(rows);
-  df_host_result_free(&res);
+  for (int order = 0; order < 2; order++) {
+    df_host_options o = df_host_options_default();
+    o.quantum = order ? 2 : 0;
+    o.reverse = order == 1;
+    float *rows;
+    df_host_result res;
+    df_status st = ht_run_attention(k, TASKS, BLOCK, &o, &rows, &res);
+    if (st.code != DF_OK)
+      fprintf(stderr, "%s\n", st.message);
+    assert_int_equal(st.code, DF_OK);
+    ht_check_attention(rows, kv, TASKS);
+    /* every CTA claimed until one claim found the pool empty */
+    assert_non_null(res.flags);
+    assert_int_equal(res.flags[d->counter], d->items + k->topology.sm_count);
+    uint32_t ran = 0, seen = 0;
+    for (uint64_t i = 0; i < res.op_count; i++) {
+      const df_host_op *op = &res.ops[i];
+      if (op->kind == DF_HOST_OP_INSTR && op->instr >= d->first && !(seen >> op->cta & 1u)) {
+        seen |= 1u << op->cta;
+        ran++;
+      }
+    }
+    if (order && d->items > 1 && k->topology.sm_count > 1)
+      assert_true(ran > 1);
+    free(rows);
+    df_host_result_free(&res);
+  }
 }
 
 static void run_and_check(const df_packed *k, const df_pool_desc *d) { run_lengths(k, d, KV); }

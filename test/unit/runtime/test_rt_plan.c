@@ -415,6 +415,52 @@ static void patches_lengths(void **state) {
   fx_close(&f);
 }
 
+/* A plan with an instruction pool (docs/pool.md) re-plans with one even
+   when the options leave pool off: its kernel has the pool's paths and
+   may lack a static plan's cluster ones. */
+static void replans_keep_the_pool(void **state) {
+  (void)state;
+  fake_reset();
+  rt_fixture f;
+  fx_open(&f);
+  df_program *prog = seed_attention_program();
+  const uint32_t kv[2] = {384, 256};
+  df_schedule_options so = lengths(kv, 2, 128);
+  so.topology = (df_topology){4, 2};
+  so.pool = true;
+  df_plan *plan;
+  fx_ok(df_schedule(prog, &so, &plan));
+  df_pack_options po;
+  memset(&po, 0, sizeof po);
+  df_packed *k;
+  fx_ok(df_pack(plan, &po, NULL, &k));
+  assert_true(df_packed_has_pool(k));
+  size_t len;
+  uint8_t *bytes;
+  fx_ok(df_blob_write(k, prog, NULL, &bytes, &len));
+  df_packed_destroy(k);
+  df_plan_destroy(plan);
+  df_program_destroy(prog);
+  df_rt_plan *base, *p;
+  fx_ok(df_rt_plan_from_blob(f.rt, bytes, len, &base));
+  free(bytes);
+  const uint32_t kv2[2] = {500, 100};
+  df_schedule_options again = lengths(kv2, 2, 128);
+  assert_false(again.pool);
+  fx_ok(df_rt_plan_replan(base, &again, NULL, &p));
+  assert_true(df_packed_has_pool(df_rt_plan_packed(p)));
+  df_rt_plan_destroy(p);
+  df_rt_plan_destroy(base);
+  /* a plan without a pool re-plans without one */
+  base = seed_plan(f.rt);
+  assert_false(df_packed_has_pool(df_rt_plan_packed(base)));
+  fx_ok(df_rt_plan_replan(base, &again, NULL, &p));
+  assert_false(df_packed_has_pool(df_rt_plan_packed(p)));
+  df_rt_plan_destroy(p);
+  df_rt_plan_destroy(base);
+  fx_close(&f);
+}
+
 static void replans_repeat_recorded_choices(void **state) {
   (void)state;
   fake_reset();
@@ -541,6 +587,7 @@ int main(void) {
       cmocka_unit_test(replans_with_the_same_module),
       cmocka_unit_test(patches_lengths),
       cmocka_unit_test(replans_repeat_recorded_choices),
+      cmocka_unit_test(replans_keep_the_pool),
       cmocka_unit_test(replans_repeat_split_choice),
       cmocka_unit_test(set_plan_reuses_buffers),
   };
