@@ -28,9 +28,9 @@ typedef enum df_abi_opcode {
   /* df extension (docs/pool.md): run instructions of the plan's pool,
      claimed one item at a time from a counter shared by every CTA, until
      the pool is empty; then go on with this queue. comm_offset = the
-     pool's first instruction, comm_count = its items, task_id =
-     instructions per item (an item ends early at an EXIT), slot_id = the
-     counter's flag index; handler_id and arg_offset S, flags 0. */
+     pool's first instruction, flags = its items, task_id = instructions
+     per item (an item ends early at an EXIT), slot_id = the counter's
+     flag index; handler_id and arg_offset S, comm_count 0. */
   DF_ABI_OP_POOL = 5,
 } df_abi_opcode;
 

@@ -726,9 +726,15 @@ typedef struct df_pool_desc {
    or none does; the region is the instructions after the queues; an item
    is handler instructions padded with EXITs; a pool instruction only
    receives flags of direct-global slots, and no comm of the plan is a
-   cluster transfer.
-   queue_end: where the queues end (the sum of their lengths). */
+   cluster transfer; the counter is the flag after every slot's and
+   comm's flag. queue_end: where the queues end (the sum of their
+   lengths). The queues' offsets and lengths must already be checked
+   (contiguous, inside the instructions). */
 df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_desc *out);
+
+/* One past the largest flag index of a slot or comm (the data flags); a
+   pool's counter is that flag. */
+uint32_t df_packed_data_flags(const df_packed *k);
 
 /* Whether a checked packed plan has a pool (its first queue starts with
    OP_POOL). Run-time re-plans of such a plan pool too. */

@@ -81,6 +81,34 @@ static df_status check_instr(const df_packed *k, uint32_t i) {
   return df_status_ok();
 }
 
+/* Each comm record belongs to one instruction's block: the barrier-init
+   lists (at most one entry per comm) and the runtimes rely on it. */
+static df_status check_comm_blocks(const df_packed *k) {
+  df_allocator a = df_allocator_or_default(&k->alloc);
+  uint32_t *owner = df_alloc(&a, sizeof(uint32_t) * (k->comm_count ? k->comm_count : 1));
+  if (!owner)
+    return df_status_errorf(DF_ENOMEM, "out of memory checking %u comm blocks", k->comm_count);
+  memset(owner, 0xFF, sizeof(uint32_t) * k->comm_count);
+  df_status st = df_status_ok();
+  for (uint32_t i = 0; i < k->instr_count && !df_failed(&st); i++) {
+    const df_abi_instr *r = &k->instrs[i];
+    if (r->opcode == DF_ABI_OP_POOL)
+      continue;
+    for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count; j++) {
+      if (owner[j] != DF_SENTINEL) {
+        st = df_status_errorf(DF_EINVAL,
+                              "packed comm %u is in the comm blocks of instructions %u and %u; "
+                              "each comm belongs to one instruction",
+                              j, owner[j], i);
+        break;
+      }
+      owner[j] = i;
+    }
+  }
+  df_free(&a, owner);
+  return st;
+}
+
 static df_status check_comm(const df_packed *k, uint32_t i) {
   const df_abi_comm *c = &k->comms[i];
   if (c->src_slot_id >= k->slot_count || c->dst_slot_id >= k->slot_count)
@@ -113,6 +141,7 @@ static df_status check(const df_packed *k, df_pool_desc *pool) {
   DF_TRY(check_queues(k, pool));
   for (uint32_t i = 0; i < k->instr_count; i++)
     DF_TRY(check_instr(k, i));
+  DF_TRY(check_comm_blocks(k));
   for (uint32_t i = 0; i < k->comm_count; i++)
     DF_TRY(check_comm(k, i));
   return df_status_ok();
@@ -205,6 +234,11 @@ static df_status build(const df_packed *k, const df_allocator *al, df_launch_pac
   l->shared_slot_base_offset = (uint32_t)base;
   l->shared_slot_bytes = k->shared_slot_bytes;
   l->shared_memory_bytes = (uint32_t)shared;
+  if (flags > UINT32_MAX / 4)
+    return df_status_errorf(DF_EINVAL,
+                            "launch package: flag index %u makes the flags %llu bytes, past "
+                            "uint32",
+                            flags - 1, 4ull * flags);
   l->flag_count = flags;
   l->flags_bytes = 4 * flags;
   l->global_staging_bytes = k->global_staging_bytes;

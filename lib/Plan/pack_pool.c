@@ -31,6 +31,19 @@ static const df_abi_args *args_of(const df_packed *k, const df_abi_instr *r) {
 
 static bool fused(const df_abi_args *a) { return a && a->reserved1 > 1; }
 
+/* A fused record's parts (docs/fusion.md): consecutive args records. */
+static uint32_t parts_of(const df_packed *k, const df_abi_instr *r) {
+  const df_abi_args *a = args_of(k, r);
+  if (!a)
+    return 0;
+  uint32_t n = fused(a) ? a->reserved1 : 1, first = r->arg_offset / sizeof(df_abi_args);
+  return (uint64_t)first + n <= k->arg_count ? n : 1;
+}
+
+static const df_abi_args *part_args(const df_packed *k, const df_abi_instr *r, uint32_t part) {
+  return args_of(k, r) + part;
+}
+
 static bool receives(const df_packed *k, const df_abi_instr *r) {
   for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count; j++)
     if (df_comm_kind_is_recv((df_comm_kind)k->comms[j].kind))
@@ -52,8 +65,8 @@ static df_status check_receives(const df_packed *k, uint32_t pi) {
         c->barrier_index != S || d->barrier_index != S)
       return df_status_errorf(DF_EINVAL,
                               "pool: instruction %u (plan %u) receives comm %u (%s) into "
-                              "slot %u, which is not a direct-global slot; a pooled instruction "
-                              "only waits for flags (df-layout-slots hbm-direct-global=true)",
+                              "slot %u; a pooled instruction only waits for the flags of HBM "
+                              "receives into direct-global slots, without barriers",
                               pi, k->pack_order[pi], j, df_comm_kind_name((df_comm_kind)c->kind),
                               c->dst_slot_id);
   }
@@ -76,11 +89,14 @@ static bool joins(const pool_state *s, const df_abi_instr *r, uint32_t g) {
 }
 
 static df_status add_member(pool_state *s, uint32_t pi, uint32_t g) {
-  const df_abi_args *a = args_of(s->k, &s->k->instrs[pi]);
+  const df_abi_instr *r = &s->k->instrs[pi];
   s->group_of[pi] = g;
   s->size[g]++;
   s->pooled++;
-  if (a && a->output_slot != S) {
+  for (uint32_t part = 0; part < parts_of(s->k, r); part++) {
+    const df_abi_args *a = part_args(s->k, r, part);
+    if (a->output_slot == S)
+      continue;
     if (a->output_slot >= s->k->slot_count)
       return df_status_errorf(DF_EINVAL, "pool: instruction %u writes slot %u of %u", pi,
                               a->output_slot, s->k->slot_count);
@@ -132,25 +148,25 @@ static df_status check_edges(const pool_state *s) {
   const df_packed *k = s->k;
   for (uint32_t pi = 0; pi < k->instr_count; pi++) {
     const df_abi_instr *r = &k->instrs[pi];
-    const df_abi_args *a = args_of(k, r);
-    if (!a)
-      continue;
-    for (uint32_t i = 0; i < a->input_slot_count; i++) {
-      uint32_t slot = k->input_slots[a->input_slot_offset + i];
-      if (slot >= k->slot_count || s->slot_group[slot] == S ||
-          s->slot_group[slot] == s->group_of[pi])
-        continue;
-      bool got = false;
-      for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count && !got; j++)
-        got = (k->comms[j].kind == DF_COMM_HBM_RECV ||
-               k->comms[j].kind == DF_COMM_HBM_RECV_WAIT) &&
-              k->comms[j].dst_slot_id == slot;
-      if (!got)
-        return df_status_errorf(DF_EINVAL,
-                                "pool: instruction %u (plan %u) reads slot %u of pooled "
-                                "instruction %u without an HBM receive (df-schedule "
-                                "pool=true places one)",
-                                pi, k->pack_order[pi], slot, s->first[s->slot_group[slot]]);
+    for (uint32_t part = 0; part < parts_of(k, r); part++) {
+      const df_abi_args *a = part_args(k, r, part);
+      for (uint32_t i = 0; i < a->input_slot_count; i++) {
+        uint32_t slot = k->input_slots[a->input_slot_offset + i];
+        if (slot >= k->slot_count || s->slot_group[slot] == S ||
+            s->slot_group[slot] == s->group_of[pi])
+          continue;
+        bool got = false;
+        for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count && !got; j++)
+          got = (k->comms[j].kind == DF_COMM_HBM_RECV ||
+                 k->comms[j].kind == DF_COMM_HBM_RECV_WAIT) &&
+                k->comms[j].dst_slot_id == slot;
+        if (!got)
+          return df_status_errorf(DF_EINVAL,
+                                  "pool: instruction %u (plan %u) reads slot %u, written by the "
+                                  "item starting at instruction %u, without an HBM receive "
+                                  "(df-schedule pool=true places one)",
+                                  pi, k->pack_order[pi], slot, s->first[s->slot_group[slot]]);
+      }
     }
   }
   return df_status_ok();
@@ -199,15 +215,19 @@ static df_status check_flags(const pool_state *s) {
    their producers, for df_pool_order. */
 static double member_cost(const df_packed *k, uint32_t pi, const df_split_cost *m) {
   const df_abi_instr *r = &k->instrs[pi];
-  const df_abi_args *a = args_of(k, r);
-  switch (r->opcode) {
-  case DF_ABI_OP_ITER:
-    return m->per_partial_us + (a ? (double)(a->range_end - a->range_begin) : 0) * m->per_unit_us;
-  case DF_ABI_OP_REDUCE:
-    return m->reduce_us + (a ? a->input_slot_count : 0) * m->reduce_per_input_us;
-  default:
-    return m->finalize_us;
+  double c = 0;
+  for (uint32_t part = 0; part < parts_of(k, r); part++) {
+    const df_abi_args *a = part_args(k, r, part);
+    /* a later part's opcode is not recorded: one reading several inputs
+       combines them, one reading one finalizes it */
+    if (part == 0 && r->opcode == DF_ABI_OP_ITER)
+      c += m->per_partial_us + (double)(a->range_end - a->range_begin) * m->per_unit_us;
+    else if ((part == 0 && r->opcode == DF_ABI_OP_REDUCE) || a->input_slot_count > 1)
+      c += m->reduce_us + a->input_slot_count * m->reduce_per_input_us;
+    else
+      c += m->finalize_us;
   }
+  return c;
 }
 
 static df_status claim_order(pool_state *s, uint32_t *order) {
@@ -226,12 +246,18 @@ static df_status claim_order(pool_state *s, uint32_t *order) {
     for (uint32_t m_ = 0; m_ < s->size[g]; m_++) {
       uint32_t pi = s->first[g] + m_;
       cost[g] += member_cost(k, pi, &m);
-      const df_abi_args *a = args_of(k, &k->instrs[pi]);
-      for (uint32_t i = 0; a && i < a->input_slot_count; i++) {
-        uint32_t sl = k->input_slots[a->input_slot_offset + i];
-        uint32_t p = sl < k->slot_count ? s->slot_group[sl] : S;
-        if (p != S && p != g && np < k->input_slot_count)
+      const df_abi_instr *r = &k->instrs[pi];
+      for (uint32_t part = 0; part < parts_of(k, r); part++) {
+        const df_abi_args *a = part_args(k, r, part);
+        for (uint32_t i = 0; i < a->input_slot_count; i++) {
+          uint32_t sl = k->input_slots[a->input_slot_offset + i];
+          uint32_t p = sl < k->slot_count ? s->slot_group[sl] : S;
+          if (p == S || p == g)
+            continue;
+          if (np == k->input_slot_count) /* each input belongs to one args record */
+            return df_status_errorf(DF_EINTERNAL, "pool: more producers than inputs");
           prods[np++] = p;
+        }
       }
     }
   }
@@ -240,16 +266,6 @@ static df_status claim_order(pool_state *s, uint32_t *order) {
   return df_pool_order(&it, s->a, order);
 }
 
-static uint32_t counter_flag(const df_packed *k) {
-  uint32_t flags = 0;
-  for (uint32_t i = 0; i < k->slot_count; i++)
-    if (k->slots[i].flag_index != S && k->slots[i].flag_index + 1 > flags)
-      flags = k->slots[i].flag_index + 1;
-  for (uint32_t j = 0; j < k->comm_count; j++)
-    if (k->comms[j].flag_index != S && k->comms[j].flag_index + 1 > flags)
-      flags = k->comms[j].flag_index + 1;
-  return flags;
-}
 
 static df_status rebuild(pool_state *s, uint32_t *order) {
   df_packed *k = s->k;
@@ -265,22 +281,14 @@ static df_status rebuild(pool_state *s, uint32_t *order) {
     df_free(&k->alloc, po);
     return df_status_errorf(DF_ENOMEM, "out of memory building the instruction pool");
   }
-  uint32_t at = 0, counter = counter_flag(k);
+  uint32_t at = 0, counter = df_packed_data_flags(k);
   uint32_t pool_first = (uint32_t)(count - (uint64_t)s->groups * s->stride);
-  uint8_t *queued = df_arena_array(s->a, k->instr_count ? k->instr_count : 1, 1);
-  if (!queued) {
-    df_free(&k->alloc, in);
-    df_free(&k->alloc, po);
-    return DF_ARENA_OOM("the instruction pool");
-  }
-  memset(queued, 0, k->instr_count ? k->instr_count : 1);
   for (uint32_t q = 0; q < sms; q++) {
     uint32_t q0 = k->queue_offsets[q], q1 = q0 + k->queue_lengths[q];
     k->queue_offsets[q] = at;
     in[at] = (df_abi_instr){DF_ABI_OP_POOL, S, s->stride, S, pool_first, 0, counter, s->groups};
     po[at++] = S;
     for (uint32_t pi = q0; pi < q1; pi++) {
-      queued[pi] = 1;
       if (s->group_of[pi] != S)
         continue;
       in[at] = k->instrs[pi];
@@ -288,11 +296,6 @@ static df_status rebuild(pool_state *s, uint32_t *order) {
     }
     k->queue_lengths[q] = at - k->queue_offsets[q];
   }
-  for (uint32_t pi = 0; pi < k->instr_count; pi++) /* in no queue (5.4) */
-    if (!queued[pi]) {
-      in[at] = k->instrs[pi];
-      po[at++] = k->pack_order[pi];
-    }
   for (uint32_t i = 0; i < s->groups; i++) {
     uint32_t g = order[i], pi = s->first[g];
     for (uint32_t m = 0; m < s->stride; m++, pi++) {
@@ -328,6 +331,12 @@ static df_status check_no_cluster(const df_packed *k) {
 
 df_status df_pack_pool(df_pack_ctx *c) {
   pool_state s = {.k = c->k, .a = c->a};
+  uint64_t queued = 0;
+  for (uint32_t q = 0; q < c->k->topology.sm_count; q++)
+    queued += c->k->queue_lengths[q];
+  if (queued != c->k->instr_count) /* the pool takes the place after the queues */
+    return df_status_errorf(DF_EINVAL, "pool: %llu of %u instructions are in no queue",
+                            (unsigned long long)(c->k->instr_count - queued), c->k->instr_count);
   DF_TRY(check_no_cluster(c->k));
   DF_TRY(find_groups(&s));
   if (!s.groups)

@@ -23,6 +23,9 @@ static df_status check_record(const df_packed *k, const df_pool_desc *d, uint32_
                 r->opcode, item);
   if (r->handler_id == S)
     return fail("pool instruction %u: opcode %u has no handler (item %u)", pi, r->opcode, item);
+  if ((uint64_t)r->comm_offset + r->comm_count > k->comm_count)
+    return fail("pool instruction %u: comm range [%u, +%u) exceeds %u comms (item %u)", pi,
+                r->comm_offset, r->comm_count, k->comm_count, item);
   for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count; j++) {
     const df_abi_comm *c = &k->comms[j];
     if (!df_comm_kind_is_recv((df_comm_kind)c->kind))
@@ -58,6 +61,28 @@ bool df_packed_has_pool(const df_packed *k) {
          k->instrs[k->queue_offsets[0]].opcode == DF_ABI_OP_POOL;
 }
 
+/* The counter is a flag of its own, right after the data flags: a claim
+   must never move a data flag's epoch, nor a release the counter. */
+uint32_t df_packed_data_flags(const df_packed *k) {
+  uint32_t flags = 0;
+  for (uint32_t i = 0; i < k->slot_count; i++)
+    if (k->slots[i].flag_index != S && k->slots[i].flag_index + 1 > flags)
+      flags = k->slots[i].flag_index + 1;
+  for (uint32_t j = 0; j < k->comm_count; j++)
+    if (k->comms[j].flag_index != S && k->comms[j].flag_index + 1 > flags)
+      flags = k->comms[j].flag_index + 1;
+  return flags;
+}
+
+static df_status check_counter(const df_packed *k, const df_pool_desc *d) {
+  uint32_t flags = df_packed_data_flags(k);
+  if (d->counter != flags)
+    return fail("OP_POOL of %u items claims through flag %u; the counter must be the flag "
+                "after the plan's data flags (%u)",
+                d->items, d->counter, flags);
+  return df_status_ok();
+}
+
 df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_desc *out) {
   *out = (df_pool_desc){false, 0, 0, 0, 0};
   uint32_t sms = k->topology.sm_count, with = 0;
@@ -71,6 +96,10 @@ df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_de
       if (pi != q0)
         return fail("instruction %u: OP_POOL at position %u of queue %u; it must come first",
                     pi, pi - q0, q);
+      if (r->handler_id != S || r->arg_offset != S || r->comm_count != 0)
+        return fail("instruction %u: OP_POOL needs handler_id and arg_offset S and no comms "
+                    "(got handler %u, %u comms)",
+                    pi, r->handler_id, r->comm_count);
       if (first && (r->comm_offset != first->comm_offset || r->task_id != first->task_id ||
                     r->flags != first->flags || r->slot_id != first->slot_id))
         return fail("instruction %u: queue %u's OP_POOL differs from instruction %u's", pi, q,
@@ -86,17 +115,14 @@ df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_de
   if (with != sms)
     return fail("%u of %u queues start with OP_POOL; all or none must", with, sms);
   const df_abi_instr *r = first;
-  if (r->handler_id != S || r->arg_offset != S || r->comm_count != 0)
-    return fail("instruction %u: OP_POOL needs handler_id and arg_offset S and no comms "
-                "(got handler %u, %u comms)",
-                (uint32_t)(r - k->instrs), r->handler_id, r->comm_count);
   uint64_t end = (uint64_t)r->comm_offset + (uint64_t)r->flags * r->task_id;
   if (r->task_id == 0 || r->flags == 0 || r->comm_offset != queue_end || end != k->instr_count)
     return fail("OP_POOL region [%u, +%u items) must start where the queues end (%u) and "
                 "fill the rest of the instructions, with items of at least one",
                 r->comm_offset, r->flags, queue_end);
-  *out = (df_pool_desc){true, r->comm_offset, r->flags, r->task_id, r->slot_id};
-  if (out->counter == S)
-    return fail("OP_POOL of %u items names no counter flag", out->items);
-  return check_region(k, out);
+  df_pool_desc d = {true, r->comm_offset, r->flags, r->task_id, r->slot_id};
+  DF_TRY(check_counter(k, &d));
+  DF_TRY(check_region(k, &d));
+  *out = d;
+  return df_status_ok();
 }

@@ -221,6 +221,40 @@ static void seed_plan_launch_package(void **state) {
   df_plan_destroy(p);
 }
 
+/* Records a blob could carry that would make the launch package lie:
+   flags whose bytes pass uint32 (the runtime would allocate a few bytes
+   and the kernel write gigabytes past them) and a comm in two
+   instructions' blocks (the barrier-init lists hold one entry per comm). */
+static void launch_package_refuses_overflows(void **state) {
+  (void)state;
+  df_plan *p = seed_make_plan();
+  df_packed *k = pack(p, NULL);
+  df_launch_package l;
+  uint32_t saved = k->slots[0].flag_index;
+  k->slots[0].flag_index = 0x40000000u;
+  df_status st = df_launch_package_build(k, &l);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "past uint32"));
+  k->slots[0].flag_index = saved;
+  uint32_t a = DF_SENTINEL, b = DF_SENTINEL;
+  for (uint32_t i = 0; i < k->instr_count; i++)
+    if (k->instrs[i].comm_count)
+      a == DF_SENTINEL ? (a = i) : (b = b == DF_SENTINEL ? i : b);
+  assert_int_not_equal(b, DF_SENTINEL);
+  uint32_t off = k->instrs[b].comm_offset, n = k->instrs[b].comm_count;
+  k->instrs[b].comm_offset = k->instrs[a].comm_offset;
+  k->instrs[b].comm_count = 1;
+  st = df_launch_package_build(k, &l);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "each comm belongs to one instruction"));
+  k->instrs[b].comm_offset = off;
+  k->instrs[b].comm_count = n;
+  assert_int_equal(df_launch_package_build(k, &l).code, DF_OK);
+  df_launch_package_free(&l, NULL);
+  df_packed_destroy(k);
+  df_plan_destroy(p);
+}
+
 /* ---- reuse_hbm_flags -------------------------------------------------- */
 
 static void reuse_hbm_flags_orders_epochs_by_first_appearance(void **state) {
@@ -1098,6 +1132,7 @@ int main(void) {
       cmocka_unit_test(seed_plan_comm_records),
       cmocka_unit_test(seed_plan_slot_records),
       cmocka_unit_test(seed_plan_launch_package),
+      cmocka_unit_test(launch_package_refuses_overflows),
       cmocka_unit_test(reuse_hbm_flags_orders_epochs_by_first_appearance),
       cmocka_unit_test(hbm_epochs_follow_tasks),
       cmocka_unit_test(reshared_plan_packs),

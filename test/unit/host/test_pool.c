@@ -289,6 +289,22 @@ static void pack_refuses_unpoolable_plans(void **state) {
   memset(&plain, 0, sizeof plain);
   expect_pack_error(p, &plain, "runs no handler");
   df_plan_destroy(p);
+  /* a reader of a fused record's last part without a receive, fused or
+     not: every part's output belongs to its item */
+  for (int fuse = 0; fuse < 2; fuse++) {
+    p = hand_plan_new(2, 1, 64);
+    uint32_t s0 = hand_slot(p), s1 = hand_slot(p), s2 = hand_slot(p);
+    hand_instr(p, DF_INSTR_MAP, 0, NULL, 0, s0);
+    uint32_t i1 = hand_instr(p, DF_INSTR_MAP, 0, &s0, 1, s1);
+    hand_instr(p, DF_INSTR_MAP, 0, &s1, 1, s2);
+    for (uint32_t sm = 0; sm < 2; sm++)
+      hand_instr(p, DF_INSTR_EXIT, sm, NULL, 0, DF_SENTINEL);
+    hand_finish(p);
+    p->instrs[i1].fused = fuse;
+    p->pool = true;
+    expect_pack_error(p, &plain, "without an HBM receive");
+    df_plan_destroy(p);
+  }
 }
 
 /* A fused plan pools too: each fused record (here one-block tasks' ITER
@@ -409,12 +425,25 @@ static void blob_checks_reject_bad_pools(void **state) {
   expect_check_error(k, "fill the rest");
   for (uint32_t q = 0; q < k->topology.sm_count; q++)
     k->instrs[k->queue_offsets[q]].flags = d.items;
-  /* a counter outside the flags */
-  for (uint32_t q = 0; q < k->topology.sm_count; q++)
-    k->instrs[k->queue_offsets[q]].slot_id = k->launch.flag_count;
-  expect_check_error(k, "counter flag");
+  /* a counter past the data flags' end, or one of them: a claim would
+     move a data flag's epoch */
+  uint32_t counters[2] = {k->launch.flag_count, 0};
+  for (int i = 0; i < 2; i++) {
+    for (uint32_t q = 0; q < k->topology.sm_count; q++)
+      k->instrs[k->queue_offsets[q]].slot_id = counters[i];
+    expect_check_error(k, "the counter must be the flag after the plan's data flags");
+  }
   for (uint32_t q = 0; q < k->topology.sm_count; q++)
     k->instrs[k->queue_offsets[q]].slot_id = d.counter;
+  /* a later queue's OP_POOL with comms (only the first was checked) */
+  k->instrs[q1].comm_count = 1;
+  expect_check_error(k, "OP_POOL needs handler_id and arg_offset S and no comms");
+  k->instrs[q1].comm_count = 0;
+  /* a pool instruction whose comm range leaves the comms */
+  uint32_t off = k->instrs[d.first].comm_offset;
+  k->instrs[d.first].comm_offset = k->comm_count;
+  expect_check_error(k, "exceeds");
+  k->instrs[d.first].comm_offset = off;
   /* an empty item */
   saved = k->instrs[d.first];
   k->instrs[d.first] = (df_abi_instr){DF_ABI_OP_EXIT, DF_SENTINEL, DF_SENTINEL, DF_SENTINEL,
