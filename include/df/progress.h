@@ -11,7 +11,8 @@
      [1..3] reserved (0)
      then DF_PROGRESS_CTA_WORDS words per CTA (block index order):
      [pc] queue position of the instruction in progress (DF_PROGRESS_PC_NONE
-          during start-up and after the loop)
+          during start-up and after the loop); for a pool instruction
+          (docs/pool.md) DF_PROGRESS_PC_POOL | its packed instruction index
      [phase] df_progress_phase
      [comm] global comm record index the CTA waits on (handler id in the
             handler phase), DF_PROGRESS_NONE otherwise
@@ -27,6 +28,7 @@
 #define DF_PROGRESS_CTA_WORDS 4u
 #define DF_PROGRESS_NONE 0xFFFFFFFFu
 #define DF_PROGRESS_PC_NONE 0xFFFFFFFFu
+#define DF_PROGRESS_PC_POOL 0x80000000u
 /* Words of the array for `ctas` CTAs. */
 #define DF_PROGRESS_WORDS(ctas) (DF_PROGRESS_HEADER_WORDS + DF_PROGRESS_CTA_WORDS * (ctas))
 

@@ -14,7 +14,8 @@ const char *df_rt_phase_name(uint32_t phase) {
 }
 
 static const char *opcode_name(uint32_t op) {
-  static const char *const names[] = {"exit", "iter", "reduce", "finalize", "cluster_sync"};
+  static const char *const names[] = {"exit",     "iter",         "reduce",
+                                      "finalize", "cluster_sync", "pool"};
   return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }
 
@@ -72,6 +73,15 @@ void df_rt_executable_describe_progress(const df_rt_executable *e, const df_rt_c
   }
   if (p->pc == DF_PROGRESS_PC_NONE) {
     used += (size_t)snprintf(buf + used, cap - used, "outside the loop");
+  } else if (p->pc & DF_PROGRESS_PC_POOL) { /* docs/pool.md */
+    uint32_t i = p->pc & ~DF_PROGRESS_PC_POOL;
+    used += (size_t)snprintf(buf + used, cap - used, "pool instruction %u", i);
+    if (used < cap && have_plan && i < e->launch.instruction_count) {
+      df_abi_instr in;
+      memcpy(&in, (const df_abi_instr *)section(e, DFRT_SEC_INSTRUCTIONS) + i, sizeof in);
+      used += (size_t)snprintf(buf + used, cap - used, " (%s, task %u)", opcode_name(in.opcode),
+                               in.task_id);
+    }
   } else if (have_plan && p->pc < qlen && qoff + p->pc < e->launch.instruction_count) {
     df_abi_instr in;
     memcpy(&in, (const df_abi_instr *)section(e, DFRT_SEC_INSTRUCTIONS) + qoff + p->pc,

@@ -261,6 +261,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
     __builtin_trap();
   for (uint32_t pc = 0; pc < length;) {
     uint32_t op, handler_id, arg_offset, comm_offset, n;
+    uint32_t mark_pc = pc; /* the watchdog's pc word (df/progress.h) */
     if (DF_HAS(DF_FEATURE_POOL) && __builtin_expect(pool.counter != (uint32_t *)0, 0)) {
       if (pool.member == 0) {
         pool.item = pool_claim(&rt, &pool);
@@ -280,6 +281,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
       arg_offset = r->arg_offset;
       comm_offset = r->comm_offset;
       n = r->comm_count;
+      mark_pc = DF_PROGRESS_PC_POOL | (uint32_t)(r - instructions);
 #ifdef DF_RT_TRACE
       /* the CTA's pool instructions take the trace slots after its queue
          (df/rt_trace.h), each naming its instruction */
@@ -334,7 +336,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
     const uint32_t kinds = scan.kinds;
     DF_RT_DIAG_AT(&rt, DF_RT_DIAG_KINDS);
 
-    df_rt_mark_pc(&rt, pc);
+    df_rt_mark_pc(&rt, mark_pc);
     df_rt_source_guard(&rt, a, c, n);
     DF_RT_DIAG_AT(&rt, DF_RT_DIAG_GUARD);
     /* An HBM-receiving instruction's handler records, staged in shared

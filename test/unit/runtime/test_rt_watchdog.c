@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "rt_fixture.h"
+#include "seed_plans.h"
 
 /* Where the seed plan's first HBM receive waits: CTA, queue position,
    comm index and epoch (found from the packed plan). */
@@ -207,6 +208,45 @@ static void timeout_names_the_blocked_cta_and_comm(void **state) {
   close_hung(&f, e, p);
 }
 
+/* A pool instruction's pc word (DF_PROGRESS_PC_POOL | its packed index)
+   is described as that instruction, not as a queue position. */
+static void pool_instructions_are_named(void **state) {
+  (void)state;
+  fake_reset();
+  rt_fixture f;
+  fx_open(&f);
+  df_program *prog = seed_attention_program();
+  df_schedule_options so = df_schedule_options_default();
+  const uint32_t kv[2] = {384, 256};
+  so.topology = (df_topology){4, 2};
+  so.block_size = 128;
+  so.range_count = 1;
+  so.ranges[0] = (df_range_lengths){"kv", 2, kv, NULL};
+  so.extent_count = 1;
+  so.extents[0] = 2;
+  so.pool = true;
+  df_plan *plan;
+  fx_ok(df_schedule(prog, &so, &plan));
+  df_rt_plan *p = fx_plan(f.rt, plan, 128);
+  df_program_destroy(prog);
+  const df_packed *k = df_rt_plan_packed(p);
+  assert_true(df_packed_has_pool(k));
+  uint32_t first = k->instrs[k->queue_offsets[0]].comm_offset; /* the pool's first */
+  df_rt_executable *e;
+  fx_ok(df_rt_executable_create(f.mod, p, NULL, &e));
+  df_rt_cta_progress pr = {2, DF_PROGRESS_PC_POOL | first, DF_PHASE_HANDLER, 0, 1};
+  char line[256], want[96];
+  df_rt_executable_describe_progress(e, &pr, line, sizeof line);
+  snprintf(want, sizeof want, "CTA 2: pool instruction %u (iter, task %u): handler", first,
+           k->instrs[first].task_id);
+  if (!strstr(line, want))
+    fprintf(stderr, "line: %s\n", line);
+  assert_non_null(strstr(line, want));
+  df_rt_executable_destroy(e);
+  df_rt_plan_destroy(p);
+  fx_close(&f);
+}
+
 static void abort_request_traps_the_kernel(void **state) {
   (void)state;
   fake_reset();
@@ -336,6 +376,7 @@ int main(void) {
       cmocka_unit_test(watched_launch_finishes),
       cmocka_unit_test(watched_launch_without_the_watched_entry),
       cmocka_unit_test(timeout_names_the_blocked_cta_and_comm),
+      cmocka_unit_test(pool_instructions_are_named),
       cmocka_unit_test(abort_request_traps_the_kernel),
       cmocka_unit_test(earlier_work_and_failures),
       cmocka_unit_test(missing_entry_points),
