@@ -83,18 +83,77 @@ static df_status chains(order_state *o) {
   return df_status_ok();
 }
 
-/* Better for a CTA free at t: one that can start by t over one that
-   cannot; then the longer chain; then the sooner ready; then the plan's
-   order. */
-static bool better(const order_state *o, double t, uint32_t a, uint32_t b) {
-  bool ra = o->ready[a] <= t, rb = o->ready[b] <= t;
-  if (ra != rb)
-    return ra;
-  if (!ra && o->ready[a] != o->ready[b])
-    return o->ready[a] < o->ready[b];
+/* A binary heap of indices under a context comparator (top = the least). */
+typedef bool (*heap_less)(const order_state *o, uint32_t a, uint32_t b);
+typedef struct heap {
+  uint32_t *v, n;
+  heap_less less;
+} heap;
+
+static void heap_push(const order_state *o, heap *h, uint32_t x) {
+  uint32_t i = h->n++;
+  while (i && h->less(o, x, h->v[(i - 1) / 2])) {
+    h->v[i] = h->v[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h->v[i] = x;
+}
+
+static uint32_t heap_pop(const order_state *o, heap *h) {
+  uint32_t top = h->v[0], x = h->v[--h->n], i = 0;
+  for (;;) {
+    uint32_t l = 2 * i + 1, m = l;
+    if (l >= h->n)
+      break;
+    if (l + 1 < h->n && h->less(o, h->v[l + 1], h->v[l]))
+      m = l + 1;
+    if (!h->less(o, h->v[m], x))
+      break;
+    h->v[i] = h->v[m];
+    i = m;
+  }
+  if (h->n)
+    h->v[i] = x;
+  return top;
+}
+
+/* Items that can start now: the longest chain, then the plan's order. */
+static bool more_urgent(const order_state *o, uint32_t a, uint32_t b) {
   if (o->chain[a] != o->chain[b])
     return o->chain[a] > o->chain[b];
   return a < b;
+}
+
+/* Items not ready yet: the soonest ready, then as above. */
+static bool sooner(const order_state *o, uint32_t a, uint32_t b) {
+  if (o->ready[a] != o->ready[b])
+    return o->ready[a] < o->ready[b];
+  return more_urgent(o, a, b);
+}
+
+/* The CTAs by free time, then index: the first free is the top. */
+typedef struct cta_heap {
+  double *free_at;
+  uint32_t *v, n;
+} cta_heap;
+
+static void cta_sift(cta_heap *h, uint32_t i) {
+  uint32_t x = h->v[i];
+  for (;;) {
+    uint32_t l = 2 * i + 1, m = l;
+    if (l >= h->n)
+      break;
+    if (l + 1 < h->n && (h->free_at[h->v[l + 1]] < h->free_at[h->v[l]] ||
+                         (h->free_at[h->v[l + 1]] == h->free_at[h->v[l]] &&
+                          h->v[l + 1] < h->v[l])))
+      m = l + 1;
+    if (h->free_at[h->v[m]] > h->free_at[x] ||
+        (h->free_at[h->v[m]] == h->free_at[x] && h->v[m] > x))
+      break;
+    h->v[i] = h->v[m];
+    i = m;
+  }
+  h->v[i] = x;
 }
 
 df_status df_pool_order(const df_pool_items *it, df_arena *a, uint32_t *order) {
@@ -105,32 +164,32 @@ df_status df_pool_order(const df_pool_items *it, df_arena *a, uint32_t *order) {
   o.ready = df_arena_array(a, n, sizeof(double));
   o.finish = df_arena_array(a, n, sizeof(double));
   double *free_at = df_arena_array(a, ctas, sizeof(double));
-  uint32_t *avail = df_arena_array(a, n, sizeof(uint32_t));
-  if (!o.ready || !o.finish || !free_at || !avail)
+  uint32_t *cv = df_arena_array(a, ctas, sizeof(uint32_t));
+  heap now = {df_arena_array(a, n, sizeof(uint32_t)), 0, more_urgent};
+  heap later = {df_arena_array(a, n, sizeof(uint32_t)), 0, sooner};
+  if (!o.ready || !o.finish || !free_at || !cv || !now.v || !later.v)
     return DF_ARENA_OOM("the pool's order");
   memset(free_at, 0, sizeof(double) * ctas);
-  uint32_t navail = 0;
+  cta_heap ch = {free_at, cv, ctas};
+  for (uint32_t i = 0; i < ctas; i++)
+    cv[i] = i; /* all free at 0: a heap in index order */
   for (uint32_t g = 0; g < n; g++) {
     o.ready[g] = 0;
     if (!o.waiting[g])
-      avail[navail++] = g;
+      heap_push(&o, &now, g);
   }
   for (uint32_t k = 0; k < n; k++) {
-    uint32_t c = 0;
-    for (uint32_t i = 1; i < ctas; i++)
-      if (free_at[i] < free_at[c])
-        c = i;
-    if (!navail) /* chains() found no cycle, so something is available */
+    uint32_t c = cv[0];
+    double t = free_at[c]; /* never decreases: a heap item stays ready */
+    while (later.n && o.ready[later.v[0]] <= t)
+      heap_push(&o, &now, heap_pop(&o, &later));
+    if (!now.n && !later.n) /* chains() found no cycle, so something is available */
       return df_status_errorf(DF_EINTERNAL, "pool: no item to order at %u of %u", k, n);
-    uint32_t best = 0;
-    for (uint32_t i = 1; i < navail; i++)
-      if (better(&o, free_at[c], avail[i], avail[best]))
-        best = i;
-    uint32_t g = avail[best];
-    avail[best] = avail[--navail];
-    double start = o.ready[g] > free_at[c] ? o.ready[g] : free_at[c];
+    uint32_t g = now.n ? heap_pop(&o, &now) : heap_pop(&o, &later);
+    double start = o.ready[g] > t ? o.ready[g] : t;
     o.finish[g] = start + it->cost[g];
     free_at[c] = o.finish[g];
+    cta_sift(&ch, 0);
     order[k] = g;
     for (uint32_t j = o.cons_off[g]; j < o.cons_off[g + 1]; j++) {
       uint32_t d = o.cons[j];
@@ -138,7 +197,7 @@ df_status df_pool_order(const df_pool_items *it, df_arena *a, uint32_t *order) {
       if (r > o.ready[d])
         o.ready[d] = r;
       if (!--o.waiting[d])
-        avail[navail++] = d;
+        heap_push(&o, o.ready[d] <= t ? &now : &later, d);
     }
   }
   return df_status_ok();
