@@ -3,9 +3,11 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "df/blob.h"
 #include "seed_plans.h"
 
 const char FX_PTX[] = "//\n.version 8.7\n.target sm_90a\n.address_size 64\n"
@@ -57,6 +59,35 @@ df_rt_plan *fx_plan(df_rt *rt, df_plan *plan, uint32_t block_size) {
 }
 
 df_rt_plan *fx_seed_plan(df_rt *rt) { return fx_plan(rt, seed_make_plan(), 128); }
+
+df_rt_plan *fx_pool_plan(df_rt *rt) {
+  df_program *prog = seed_attention_program();
+  const uint32_t kv[2] = {384, 256};
+  df_schedule_options so = df_schedule_options_default();
+  so.topology = (df_topology){4, 2};
+  so.block_size = 128;
+  so.range_count = 1;
+  so.ranges[0] = (df_range_lengths){"kv", 2, kv, NULL};
+  so.extent_count = 1;
+  so.extents[0] = 2;
+  so.pool = true;
+  df_plan *plan;
+  fx_ok(df_schedule(prog, &so, &plan));
+  df_pack_options po;
+  memset(&po, 0, sizeof po);
+  df_packed *k;
+  fx_ok(df_pack(plan, &po, NULL, &k));
+  df_plan_destroy(plan);
+  size_t len;
+  uint8_t *bytes;
+  fx_ok(df_blob_write(k, prog, NULL, &bytes, &len));
+  df_packed_destroy(k);
+  df_program_destroy(prog);
+  df_rt_plan *p;
+  fx_ok(df_rt_plan_from_blob(rt, bytes, len, &p));
+  free(bytes);
+  return p;
+}
 
 df_rt_plan *fx_cluster_plan(df_rt *rt) {
   const uint32_t kv[2] = {256, 256};

@@ -32,5 +32,9 @@ df_rt_plan *fx_plan(df_rt *rt, df_plan *plan, uint32_t block_size);
 df_rt_plan *fx_seed_plan(df_rt *rt);
 /* A 4-SM cluster-2 cluster_local plan with only cluster comms. */
 df_rt_plan *fx_cluster_plan(df_rt *rt);
+/* The seed attention program on 4 SMs (cluster 2), lengths 384 and 256
+   at block 128, with an instruction pool (docs/pool.md); read from a blob
+   with its program, so it re-plans. */
+df_rt_plan *fx_pool_plan(df_rt *rt);
 
 #endif

@@ -13,7 +13,6 @@
 #include <cmocka.h>
 
 #include "rt_fixture.h"
-#include "seed_plans.h"
 
 /* Where the seed plan's first HBM receive waits: CTA, queue position,
    comm index and epoch (found from the packed plan). */
@@ -215,20 +214,7 @@ static void pool_instructions_are_named(void **state) {
   fake_reset();
   rt_fixture f;
   fx_open(&f);
-  df_program *prog = seed_attention_program();
-  df_schedule_options so = df_schedule_options_default();
-  const uint32_t kv[2] = {384, 256};
-  so.topology = (df_topology){4, 2};
-  so.block_size = 128;
-  so.range_count = 1;
-  so.ranges[0] = (df_range_lengths){"kv", 2, kv, NULL};
-  so.extent_count = 1;
-  so.extents[0] = 2;
-  so.pool = true;
-  df_plan *plan;
-  fx_ok(df_schedule(prog, &so, &plan));
-  df_rt_plan *p = fx_plan(f.rt, plan, 128);
-  df_program_destroy(prog);
+  df_rt_plan *p = fx_pool_plan(f.rt);
   const df_packed *k = df_rt_plan_packed(p);
   assert_true(df_packed_has_pool(k));
   uint32_t first = k->instrs[k->queue_offsets[0]].comm_offset; /* the pool's first */
