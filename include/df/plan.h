@@ -727,10 +727,14 @@ typedef struct df_pool_desc {
    is handler instructions padded with EXITs; a pool instruction only
    receives flags of direct-global slots, and no comm of the plan is a
    cluster transfer; the counter is the flag after every slot's and
-   comm's flag. queue_end: where the queues end (the sum of their
-   lengths). The queues' offsets and lengths must already be checked
-   (contiguous, inside the instructions). */
-df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_desc *out);
+   comm's flag. The queues' offsets and lengths must already be checked
+   (contiguous from 0, inside the instructions). */
+df_status df_packed_pool_find(const df_packed *k, df_pool_desc *out);
+
+/* Whether a pooled instruction may wait on comm c: an HBM receive into a
+   direct-global slot without a barrier, so only a flag (no copy into, and
+   no barrier of, the CTA that claimed it). */
+bool df_pool_receive_ok(const df_packed *k, const df_abi_comm *c);
 
 /* One past the largest flag index of a slot or comm (the data flags); a
    pool's counter is that flag. */

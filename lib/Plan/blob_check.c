@@ -24,7 +24,7 @@ static df_status check_queues(const df_packed *k) {
                 k->instr_count);
   /* the rest is the instruction pool (docs/pool.md) */
   df_pool_desc pool;
-  df_status st = df_packed_pool_find(k, (uint32_t)next, &pool);
+  df_status st = df_packed_pool_find(k, &pool);
   if (df_failed(&st))
     return fail("%s", st.message);
   return df_status_ok();
@@ -70,12 +70,8 @@ static df_status check_instr(const df_packed *k, uint32_t i) {
   const char *op = df_blob_abi_opcode_name(in->opcode);
   if (in->opcode > DF_ABI_OP_POOL)
     return fail("instr %u: opcode %u out of range (0..5)", i, in->opcode);
-  if (in->opcode == DF_ABI_OP_POOL) {
-    if (in->slot_id >= k->launch.flag_count)
-      return fail("instr %u: pool counter flag %u out of range (%u flags)", i, in->slot_id,
-                  k->launch.flag_count);
-    return df_status_ok(); /* the rest: df_packed_pool_find */
-  }
+  if (in->opcode == DF_ABI_OP_POOL)
+    return df_status_ok(); /* checked by df_packed_pool_find (check_queues) */
   bool handlerless = in->opcode == DF_ABI_OP_EXIT || in->opcode == DF_ABI_OP_CLUSTER_SYNC;
   if (handlerless && in->handler_id != S)
     return fail("instr %u: handler_id %u must be S for opcode %s", i, in->handler_id, op);

@@ -110,10 +110,7 @@ static df_status build(const df_packed *k, const df_cost_params *prm, const df_a
      model has no dynamic claims; it does not order an item after its
      CTA's previous one). */
   df_pool_desc pool;
-  uint32_t qend = k->topology.sm_count ? k->queue_offsets[k->topology.sm_count - 1] +
-                                             k->queue_lengths[k->topology.sm_count - 1]
-                                       : 0;
-  DF_TRY(df_packed_pool_find(k, qend, &pool));
+  DF_TRY(df_packed_pool_find(k, &pool));
   for (uint32_t i = pool.present ? pool.first : n; i < n; i++) {
     uint32_t item = (i - pool.first) / pool.stride, m = (i - pool.first) % pool.stride;
     g->cta[i] = item % k->topology.sm_count;

@@ -21,21 +21,21 @@ static df_status check_queues(const df_packed *k, df_pool_desc *pool) {
     return df_status_errorf(DF_EINVAL,
                             "launch package queues cover %llu of %u packed instructions",
                             (unsigned long long)at, k->instr_count);
-  df_status st = df_packed_pool_find(k, (uint32_t)at, pool);
+  df_status st = df_packed_pool_find(k, pool);
   return df_failed(&st) ? df_status_wrap(st, "launch package") : st;
 }
 
 static df_status check_instr(const df_packed *k, uint32_t i) {
   const df_abi_instr *r = &k->instrs[i];
-  if (r->opcode != DF_ABI_OP_POOL && (uint64_t)r->comm_offset + r->comm_count > k->comm_count)
+  if (r->opcode == DF_ABI_OP_POOL)
+    return df_status_ok(); /* df_packed_pool_find */
+  if ((uint64_t)r->comm_offset + r->comm_count > k->comm_count)
     return df_status_errorf(DF_EINVAL,
                             "packed instruction %u comm range [%u, +%u) exceeds %u comms", i,
                             r->comm_offset, r->comm_count, k->comm_count);
-  if (r->opcode != DF_ABI_OP_POOL && r->slot_id != DF_SENTINEL && r->slot_id >= k->slot_count)
+  if (r->slot_id != DF_SENTINEL && r->slot_id >= k->slot_count)
     return df_status_errorf(DF_EINVAL, "packed instruction %u names slot %u of %u", i,
                             r->slot_id, k->slot_count);
-  if (r->opcode == DF_ABI_OP_POOL)
-    return df_status_ok(); /* df_packed_pool_find */
   if (r->opcode == DF_ABI_OP_EXIT) {
     if (r->arg_offset != DF_SENTINEL)
       return df_status_errorf(DF_EINVAL,

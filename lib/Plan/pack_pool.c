@@ -5,9 +5,10 @@
    queue that wait for nothing and read only the item's own outputs (a
    REDUCE's FINALIZE). Items are claimed in the order of a modelled list
    schedule (pool_order.c), which is topological: an item only ever waits
-   for items claimed before it, which run on other CTAs or are done. The plan's placement stays the nominal
-   one: it decided the slots, flags and barriers, which the rules below
-   make independent of the CTA that runs an item. */
+   for items claimed before it, which run on other CTAs or are done. The
+   plan's placement stays the nominal one: it decided the slots, flags and
+   barriers, which the rules below make independent of the CTA that runs
+   an item. */
 #include <string.h>
 
 #include "df/split.h"
@@ -51,18 +52,12 @@ static bool receives(const df_packed *k, const df_abi_instr *r) {
   return false;
 }
 
-/* A pooled instruction's receives only wait for a flag: the data stays in
-   global memory (direct-global) and no barrier of a particular CTA is
-   involved. */
+/* A pooled instruction's receives only wait for flags (df_pool_receive_ok). */
 static df_status check_receives(const df_packed *k, uint32_t pi) {
   const df_abi_instr *r = &k->instrs[pi];
   for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count; j++) {
     const df_abi_comm *c = &k->comms[j];
-    if (!df_comm_kind_is_recv((df_comm_kind)c->kind))
-      continue;
-    const df_abi_slot *d = c->dst_slot_id < k->slot_count ? &k->slots[c->dst_slot_id] : NULL;
-    if (c->kind != DF_COMM_HBM_RECV || !d || !(d->flags & DF_SLOT_FLAG_HBM_DIRECT_GLOBAL) ||
-        c->barrier_index != S || d->barrier_index != S)
+    if (df_comm_kind_is_recv((df_comm_kind)c->kind) && !df_pool_receive_ok(k, c))
       return df_status_errorf(DF_EINVAL,
                               "pool: instruction %u (plan %u) receives comm %u (%s) into "
                               "slot %u; a pooled instruction only waits for the flags of HBM "
@@ -177,7 +172,7 @@ static uint32_t send_flag(const df_packed *k, const df_abi_comm *c) {
 }
 
 /* An epoch orders one writer's releases; items of a pool run in any
-   order, so none shares a flag with another sender. */
+   order, so no two instructions release the same flag. */
 static df_status check_flags(const pool_state *s) {
   const df_packed *k = s->k;
   uint32_t flags = 0;
@@ -198,12 +193,11 @@ static df_status check_flags(const pool_state *s) {
       uint32_t f = send_flag(k, c);
       if (f == S)
         continue;
-      if (writer[f] != S && writer[f] != pi &&
-          (s->group_of[pi] != S || s->group_of[writer[f]] != S))
+      if (writer[f] != S && writer[f] != pi)
         return df_status_errorf(DF_EINVAL,
-                                "pool: flag %u is released by instructions %u and %u, "
-                                "one of them pooled; pooled plans need a flag per transfer "
-                                "(df-layout-slots reuse-hbm-flags=false)",
+                                "pool: flag %u is released by instructions %u and %u; pooled "
+                                "plans need a flag per transfer (df-layout-slots "
+                                "reuse-hbm-flags=false)",
                                 f, writer[f], pi);
       writer[f] = pi;
     }
@@ -266,7 +260,6 @@ static df_status claim_order(pool_state *s, uint32_t *order) {
   return df_pool_order(&it, s->a, order);
 }
 
-
 static df_status rebuild(pool_state *s, uint32_t *order) {
   df_packed *k = s->k;
   uint32_t sms = k->topology.sm_count;
@@ -319,8 +312,7 @@ static df_status rebuild(pool_state *s, uint32_t *order) {
 static df_status check_no_cluster(const df_packed *k) {
   for (uint32_t j = 0; j < k->comm_count; j++) {
     uint32_t kind = k->comms[j].kind;
-    if (kind == DF_COMM_CLUSTER_SEND || kind == DF_COMM_CLUSTER_RECV ||
-        kind == DF_COMM_CLUSTER_RELEASE)
+    if (df_comm_kind_is_cluster((df_comm_kind)kind))
       return df_status_errorf(DF_EINVAL,
                               "pool: comm %u is a cluster transfer (%s); a pooled plan "
                               "moves every intermediate through HBM",

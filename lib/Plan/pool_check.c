@@ -6,6 +6,12 @@
 
 #define fail(...) df_status_errorf(DF_EINVAL, __VA_ARGS__)
 
+bool df_pool_receive_ok(const df_packed *k, const df_abi_comm *c) {
+  const df_abi_slot *dst = c->dst_slot_id < k->slot_count ? &k->slots[c->dst_slot_id] : NULL;
+  return c->kind == DF_COMM_HBM_RECV && dst && (dst->flags & DF_SLOT_FLAG_HBM_DIRECT_GLOBAL) &&
+         c->barrier_index == S && dst->barrier_index == S;
+}
+
 static df_status check_record(const df_packed *k, const df_pool_desc *d, uint32_t pi) {
   const df_abi_instr *r = &k->instrs[pi];
   uint32_t m = (pi - d->first) % d->stride, item = (pi - d->first) / d->stride;
@@ -30,10 +36,7 @@ static df_status check_record(const df_packed *k, const df_pool_desc *d, uint32_
     const df_abi_comm *c = &k->comms[j];
     if (!df_comm_kind_is_recv((df_comm_kind)c->kind))
       continue;
-    /* only a flag to wait for: no data copy, no barrier of one CTA */
-    const df_abi_slot *dst = c->dst_slot_id < k->slot_count ? &k->slots[c->dst_slot_id] : NULL;
-    if (c->kind != DF_COMM_HBM_RECV || !dst || !(dst->flags & DF_SLOT_FLAG_HBM_DIRECT_GLOBAL) ||
-        c->barrier_index != S || dst->barrier_index != S)
+    if (!df_pool_receive_ok(k, c))
       return fail("pool instruction %u: comm %u (kind %u) must be an HBM receive of a "
                   "direct-global slot without a barrier (item %u)",
                   pi, j, c->kind, item);
@@ -44,8 +47,7 @@ static df_status check_record(const df_packed *k, const df_pool_desc *d, uint32_
 static df_status check_region(const df_packed *k, const df_pool_desc *d) {
   for (uint32_t j = 0; j < k->comm_count; j++) {
     uint32_t kind = k->comms[j].kind;
-    if (kind == DF_COMM_CLUSTER_SEND || kind == DF_COMM_CLUSTER_RECV ||
-        kind == DF_COMM_CLUSTER_RELEASE)
+    if (df_comm_kind_is_cluster((df_comm_kind)kind))
       return fail("comm %u is a cluster transfer (kind %u) in a plan with a pool of %u "
                   "items; pooled plans move every intermediate through HBM",
                   j, kind, d->items);
@@ -83,9 +85,12 @@ static df_status check_counter(const df_packed *k, const df_pool_desc *d) {
   return df_status_ok();
 }
 
-df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_desc *out) {
+df_status df_packed_pool_find(const df_packed *k, df_pool_desc *out) {
   *out = (df_pool_desc){false, 0, 0, 0, 0};
   uint32_t sms = k->topology.sm_count, with = 0;
+  uint64_t queue_end = 0;
+  for (uint32_t q = 0; q < sms; q++)
+    queue_end += k->queue_lengths[q];
   const df_abi_instr *first = NULL;
   for (uint32_t q = 0; q < sms; q++) {
     uint32_t q0 = k->queue_offsets[q], q1 = q0 + k->queue_lengths[q];
@@ -111,15 +116,16 @@ df_status df_packed_pool_find(const df_packed *k, uint32_t queue_end, df_pool_de
   if (!with)
     return queue_end == k->instr_count
                ? df_status_ok()
-               : fail("queues cover %u of %u packed instructions", queue_end, k->instr_count);
+               : fail("queues cover %llu of %u packed instructions",
+                      (unsigned long long)queue_end, k->instr_count);
   if (with != sms)
     return fail("%u of %u queues start with OP_POOL; all or none must", with, sms);
   const df_abi_instr *r = first;
   uint64_t end = (uint64_t)r->comm_offset + (uint64_t)r->flags * r->task_id;
   if (r->task_id == 0 || r->flags == 0 || r->comm_offset != queue_end || end != k->instr_count)
-    return fail("OP_POOL region [%u, +%u items) must start where the queues end (%u) and "
+    return fail("OP_POOL region [%u, +%u items) must start where the queues end (%llu) and "
                 "fill the rest of the instructions, with items of at least one",
-                r->comm_offset, r->flags, queue_end);
+                r->comm_offset, r->flags, (unsigned long long)queue_end);
   df_pool_desc d = {true, r->comm_offset, r->flags, r->task_id, r->slot_id};
   DF_TRY(check_counter(k, &d));
   DF_TRY(check_region(k, &d));

@@ -44,10 +44,7 @@ static df_status prepare(hb_run *r) {
     return hb_fail(r, DF_HOST_DIAG_INVALID_PLAN, hb_site_none(), "launch package: %s",
                    st.message);
   r->scratch_bytes = r->o.scratch_bytes ? r->o.scratch_bytes : r->pkg.scratch_bytes;
-  uint64_t queued = 0;
-  for (uint32_t s = 0; s < k->topology.sm_count; s++)
-    queued += k->queue_lengths[s];
-  st = df_packed_pool_find(k, (uint32_t)queued, &r->pool); /* checked by the package */
+  st = df_packed_pool_find(k, &r->pool); /* checked by the package */
   if (st.code != DF_OK)
     return hb_fail(r, DF_HOST_DIAG_INVALID_PLAN, hb_site_none(), "pool: %s", st.message);
   DF_TRY(hb_setup_maps(r));

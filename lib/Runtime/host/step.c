@@ -75,8 +75,8 @@ static df_status comm_phase(hb_run *r, hb_cta *c, hb_phase next, hb_step_result 
 }
 
 /* The next instruction of a claimed pool item, else the next item the
-   shared counter hands out (one claim per step, so CTAs interleave as
-   they would claim on the GPU); false once the pool is empty. */
+   shared counter hands out (one claim per step; how CTAs interleave is
+   the scheduler's quantum and order); false once the pool is empty. */
 static bool pool_next(hb_run *r, hb_cta *c) {
   const df_packed *k = r->k;
   if (c->item_left) {

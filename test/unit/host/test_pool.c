@@ -66,11 +66,8 @@ static df_pack_options pack_options(const variant *v) {
 }
 
 static df_pool_desc pool_of(const df_packed *k) {
-  uint32_t queued = 0;
-  for (uint32_t q = 0; q < k->topology.sm_count; q++)
-    queued += k->queue_lengths[q];
   df_pool_desc d;
-  assert_int_equal(df_packed_pool_find(k, queued, &d).code, DF_OK);
+  assert_int_equal(df_packed_pool_find(k, &d).code, DF_OK);
   return d;
 }
 

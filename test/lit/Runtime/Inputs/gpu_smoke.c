@@ -197,11 +197,8 @@ static int run(const char *name, df_plan *p, uint32_t threads, int reps) {
     }
   }
   /* a pool's counter: every CTA claimed until one claim came back empty */
-  uint32_t queued = 0;
-  for (uint32_t q = 0; q < sm; q++)
-    queued += k->queue_lengths[q];
   df_pool_desc pool;
-  if (df_packed_pool_find(k, queued, &pool).code == DF_OK && pool.present) {
+  if (df_packed_pool_find(k, &pool).code == DF_OK && pool.present) {
     uint32_t claims = 0;
     CK(cuMemcpyDtoH(&claims, d_flags + 4 * pool.counter, 4));
     if (claims != pool.items + sm) {
