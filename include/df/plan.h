@@ -377,6 +377,8 @@ typedef struct df_range_lengths {
 /* Most chunks of an even split (df_schedule_options.even_split_chunks): a
    plan holds up to task count + chunks ITERs. */
 #define DF_EVEN_SPLIT_MAX_CHUNKS (1u << 20)
+/* even_split_taper's shortest tapered chunk by default, in range units */
+#define DF_EVEN_SPLIT_TAPER_MIN 512u
 
 typedef struct df_schedule_options {
   df_topology topology;
@@ -479,6 +481,17 @@ typedef struct df_schedule_options {
      REDUCE's input from its own SM, and df_pack makes every transferred
      slot direct-global; the plan records the choice (df_plan.pool). */
   bool pool;
+  /* df extension (0: off, else 1..99; even_split only): the chunks come
+     in batches of even_split_chunks (0: sm_count) equal chunks, each
+     batch taking this percent of the units still to cut, so chunks
+     shrink from batch to batch; once a batch's chunks would be shorter
+     than even_split_taper_min units (0: DF_EVEN_SPLIT_TAPER_MIN), the
+     rest is cut into at most a batch of chunks of at least that length.
+     Chunk c goes to SM c % sm_count. With the pool (which claims longer
+     chains first) every SM starts on a long piece and the short ones
+     even out SMs that stream at different rates at the end. */
+  uint32_t even_split_taper;
+  uint32_t even_split_taper_min;
 } df_schedule_options;
 
 /* The reference defaults: include_exit, round_robin, all_at_once. */

@@ -144,6 +144,10 @@ static df_status set_schedule_option(void *opts, const char *key, const char *va
   if (!strcmp(key, "pool")) return df_option_bool(key, value, &o->pool);
   if (!strcmp(key, "skip-unary-reduce"))
     return df_option_bool(key, value, &o->skip_unary_reduce);
+  if (!strcmp(key, "even-split-taper"))
+    return df_option_u32(key, value, &o->even_split_taper);
+  if (!strcmp(key, "even-split-taper-min"))
+    return df_option_u32(key, value, &o->even_split_taper_min);
   if (!strcmp(key, "even-split-task-cost"))
     return df_option_u32(key, value, &o->even_split_task_cost);
   if (!strcmp(key, "iter-range-buckets")) return df_iter_buckets_parse(value, &o->buckets);

@@ -518,6 +518,19 @@ static df_status check_options(const df_schedule_options *o) {
                             "even_split_chunks (%u) and even_split_task_cost (%u) need even_split",
                             o->even_split_granularity, o->even_split_chunks,
                             o->even_split_task_cost);
+  if (!o->even_split && o->even_split_taper)
+    return df_status_errorf(DF_EINVAL, "Dataflow schedule option even_split_taper (%u) needs "
+                                       "even_split",
+                            o->even_split_taper);
+  if (o->even_split_taper > 99)
+    return df_status_errorf(DF_EINVAL,
+                            "Dataflow even_split_taper is the percent of the rest each batch "
+                            "takes, 1 to 99 (0: off), got %u",
+                            o->even_split_taper);
+  if (!o->even_split_taper && o->even_split_taper_min)
+    return df_status_errorf(DF_EINVAL, "Dataflow schedule option even_split_taper_min (%u) "
+                                       "needs even_split_taper",
+                            o->even_split_taper_min);
   if (o->even_split_chunks > DF_EVEN_SPLIT_MAX_CHUNKS)
     return df_status_errorf(DF_EINVAL, "Dataflow even_split_chunks %u exceeds %u",
                             o->even_split_chunks, DF_EVEN_SPLIT_MAX_CHUNKS);
@@ -550,20 +563,23 @@ const df_range_lengths *df_sched_find_range(const df_schedule_options *o, const 
   return NULL;
 }
 
-/* Options that place round_robin all_at_once blocks themselves:
-   not with even_split or an automatic split. */
-static df_status fixed_round_robin(const df_schedule_options *o, const char *option) {
+/* Options that place round_robin all_at_once blocks themselves: not with
+   an automatic split, nor with even_split unless `even_ok` (the pool only
+   needs pieces, whoever placed them). */
+static df_status fixed_round_robin(const df_schedule_options *o, const char *option,
+                                   bool even_ok) {
   if (o->policy == DF_POLICY_ROUND_ROBIN && o->strategy == DF_REDUCE_ALL_AT_ONCE &&
-      !o->even_split && !o->auto_split)
+      (even_ok || !o->even_split) && !o->auto_split)
     return df_status_ok();
   return df_status_errorf(DF_EINVAL,
                           "Dataflow schedule option %s needs scheduler policy 'round_robin' "
-                          "and reduce strategy 'all_at_once' without even_split or an "
-                          "automatic split, got '%s' and '%s'%s",
-                          option, df_policy_name(o->policy), df_reduce_strategy_name(o->strategy),
-                          o->even_split ? " with even_split"
-                          : o->auto_split ? " with block-size=auto"
-                                          : "");
+                          "and reduce strategy 'all_at_once' without %san automatic split, "
+                          "got '%s' and '%s'%s",
+                          option, even_ok ? "" : "even_split or ", df_policy_name(o->policy),
+                          df_reduce_strategy_name(o->strategy),
+                          o->even_split && !even_ok ? " with even_split"
+                          : o->auto_split           ? " with block-size=auto"
+                                                    : "");
 }
 
 static df_status check_policy(const df_sched *s) {
@@ -634,9 +650,9 @@ static df_status check_policy(const df_sched *s) {
                               op->name);
   }
   if (o->pool)
-    DF_TRY(fixed_round_robin(o, "pool"));
+    DF_TRY(fixed_round_robin(o, "pool", true));
   if (o->reduce_sms) {
-    DF_TRY(fixed_round_robin(o, "reduce_sms"));
+    DF_TRY(fixed_round_robin(o, "reduce_sms", false));
     if (o->reduce_sms >= s->topo.sm_count)
       return df_status_errorf(DF_EINVAL,
                               "Dataflow schedule option reduce_sms %u must leave SMs for the "

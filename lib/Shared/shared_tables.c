@@ -55,6 +55,7 @@ static const df_shared_entry layouts[] = {
     OFF(df_schedule_options, reduce_fan_in), OFF(df_schedule_options, auto_split),
     OFF(df_schedule_options, split), OFF(df_schedule_options, reduce_spread),
     OFF(df_schedule_options, reduce_sms), OFF(df_schedule_options, pool),
+    OFF(df_schedule_options, even_split_taper), OFF(df_schedule_options, even_split_taper_min),
     OFF(df_plan, pool),
     OFF(df_schedule_options, skip_unary_reduce), SIZE(df_split_cost), SIZE(df_split_search),
     OFF(df_split_search, cost), OFF(df_plan, split_auto), OFF(df_plan, split_model_us),

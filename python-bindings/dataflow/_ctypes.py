@@ -194,7 +194,7 @@ class df_schedule_options(Structure):
                 ("even_split_task_cost", u32), ("reduce_fan_in", u32),
                 ("auto_split", c_bool), ("split", df_split_search), ("reduce_spread", c_bool),
                 ("skip_unary_reduce", c_bool), ("reduce_sms", u32),
-                ("pool", c_bool)]
+                ("pool", c_bool), ("even_split_taper", u32), ("even_split_taper_min", u32)]
 
 
 class df_barrier_alloc(Structure):

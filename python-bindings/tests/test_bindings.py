@@ -539,4 +539,15 @@ def test_pool_schedules_and_packs_a_pool():
     assert not plain.pool
     with pytest.raises(ValueError, match="pool needs scheduler policy 'round_robin'"):
         df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
-                    pool=True, even_split=True)
+                    pool=True, scheduler_policy="cluster_local")
+    # tapered even-split pieces pool: batches of 4 chunks taking half the
+    # rest, down to 64 keys (the C test's cuts: 200 x 4, 100 x 4, then 4)
+    tapered = df.schedule(make_program(), topology=topology, range_lengths={"kv": [1000, 600]},
+                          block_size=64, pool=True, even_split=True, even_split_taper=50,
+                          even_split_taper_min=64)
+    assert tapered.pool
+    assert sorted(i.task_range[1] - i.task_range[0] for i in tapered.instructions
+                  if i.opcode.value == "iter") == [100] * 8 + [200] * 4
+    with pytest.raises(ValueError, match="even_split_taper \\(50\\) needs even_split"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    even_split_taper=50)

@@ -297,6 +297,55 @@ static df_schedule_options even_options(const uint32_t *kv, uint32_t n) {
   return o;
 }
 
+/* even_split_taper 50 on kv 1000, 600 (4 SMs, chunks of at least 64):
+   batch 1 takes 800 of 1600 units (chunks of 200), batch 2 400 of the
+   800 left (100), then 50-unit chunks would be under 64, so the last 400
+   go in one batch of 4 (400 / 64 = 6 chunks, at most a batch). Chunk c
+   runs on SM c % 4; task 0 (the longest) comes first. */
+static void even_split_tapers(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  static const uint32_t kv[2] = {1000, 600};
+  df_schedule_options o = even_options(kv, 2);
+  o.even_split_granularity = 0;
+  o.even_split_taper = 50;
+  o.even_split_taper_min = 64;
+  df_plan *p;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  static const struct {
+    uint32_t task, b, e, sm;
+  } w[] = {{0, 0, 200, 0},   {0, 200, 400, 1}, {0, 400, 600, 2}, {0, 600, 800, 3},
+           {0, 800, 900, 0}, {0, 900, 1000, 1}, {1, 0, 100, 2},   {1, 100, 200, 3},
+           {1, 200, 300, 0}, {1, 300, 400, 1}, {1, 400, 500, 2},  {1, 500, 600, 3}};
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < p->instr_count; i++) {
+    const df_instr *in = &p->instrs[i];
+    if (in->op != DF_INSTR_ITER)
+      continue;
+    assert_true(n < N(w));
+    if (in->task != w[n].task || in->range_begin != w[n].b || in->range_end != w[n].e ||
+        in->sm != w[n].sm) {
+      print_error("ITER %u: task %u sm %u %u-%u\n", n, in->task, in->sm, in->range_begin,
+                  in->range_end);
+      fail();
+    }
+    n++;
+  }
+  assert_int_equal(n, N(w));
+  df_plan_destroy(p);
+  /* the default shortest chunk (512): batch 1's 200-unit chunks are
+     already under it, so 1600 units go in 3 chunks (1600 / 512) */
+  o.even_split_taper_min = 0;
+  assert_int_equal(df_schedule(prog, &o, &p).code, DF_OK);
+  n = 0;
+  for (uint32_t i = 0; i < p->instr_count; i++)
+    if (p->instrs[i].op == DF_INSTR_ITER && p->instrs[i].range_begin == 0 &&
+        p->instrs[i].task == 0)
+      assert_int_equal(p->instrs[i].range_end, 533);
+  df_plan_destroy(p);
+  df_program_destroy(prog);
+}
+
 static void even_split_cuts_total_evenly(void **state) {
   (void)state;
   df_program *prog = seed_attention_program();
@@ -468,7 +517,29 @@ static void even_split_errors(void **state) {
   st = df_schedule(prog, &o, &p);
   assert_non_null(strstr(st.message, "even_split_task_cost (7) need even_split"));
   o.even_split_task_cost = 0;
+  o.even_split_taper = 50;
+  st = df_schedule(prog, &o, &p);
+  assert_non_null(strstr(st.message, "even_split_taper (50) needs even_split"));
   o.even_split = true;
+  o.even_split_taper = 100;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "1 to 99 (0: off), got 100"));
+  o.even_split_taper = 0;
+  o.even_split_taper_min = 8;
+  st = df_schedule(prog, &o, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "even_split_taper_min (8) needs even_split_taper"));
+  /* 1 % per batch down to 1-unit chunks: more chunks than the limit */
+  static const uint32_t big[1] = {4000000000u};
+  df_schedule_options ob = even_options(big, 1);
+  ob.even_split_taper = 1;
+  ob.even_split_taper_min = 1;
+  ob.even_split_chunks = 2000;
+  st = df_schedule(prog, &ob, &p);
+  assert_int_equal(st.code, DF_EINVAL);
+  assert_non_null(strstr(st.message, "cuts more than 1048576 chunks"));
+  o.even_split_taper_min = 0;
   o.even_split_chunks = DF_EVEN_SPLIT_MAX_CHUNKS + 1;
   st = df_schedule(prog, &o, &p);
   assert_int_equal(st.code, DF_EINVAL);
@@ -1627,6 +1698,7 @@ int main(void) {
       cmocka_unit_test(defer_reduces_keeps_local_reduces),
       cmocka_unit_test(balance_iters_places_by_load),
       cmocka_unit_test(even_split_cuts_total_evenly),
+      cmocka_unit_test(even_split_tapers),
       cmocka_unit_test(even_split_tiles_ranges),
       cmocka_unit_test(even_split_errors),
       cmocka_unit_test(reduce_fan_in_builds_trees),

@@ -361,17 +361,18 @@ static void schedule_refuses_other_placements(void **state) {
   struct {
     df_policy p;
     df_reduce_strategy s;
-    bool even;
+    bool autosplit;
     const char *what;
   } bad[] = {
       {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_ALL_AT_ONCE, false, "'round_robin'"},
       {DF_POLICY_CLUSTER_LOCAL, DF_REDUCE_STREAMING, false, "'all_at_once'"},
-      {DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE, true, "with even_split"},
+      {DF_POLICY_ROUND_ROBIN, DF_REDUCE_ALL_AT_ONCE, true, "with block-size=auto"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     o.policy = bad[i].p;
     o.strategy = bad[i].s;
-    o.even_split = bad[i].even;
+    o.auto_split = bad[i].autosplit;
+    o.split = df_split_search_default();
     df_plan *p = NULL;
     df_status st = df_schedule(prog, &o, &p);
     assert_int_equal(st.code, DF_EINVAL);
@@ -383,6 +384,53 @@ static void schedule_refuses_other_placements(void **state) {
     assert_non_null(strstr(st.message, bad[i].what));
     assert_null(p);
   }
+  df_program_destroy(prog);
+}
+
+/* Even-split pieces pool too, tapered or not: a stream-K split's pieces
+   and tapered batches (long pieces claimed first) compute the attention
+   on the host backend, and the first claimed ITER is a longest one. */
+static void even_split_pools(void **state) {
+  (void)state;
+  df_program *prog = seed_attention_program();
+  for (int taper = 0; taper < 2; taper++)
+    for (uint32_t sms = 2; sms <= 5; sms += 3) {
+      df_schedule_options o = ht_kv_options(sms, 1, KV, TASKS, BLOCK);
+      o.extent_count = 1;
+      o.extents[0] = TASKS;
+      o.include_exit = true;
+      o.pool = true;
+      o.even_split = true;
+      o.even_split_granularity = 16;
+      o.even_split_taper = taper ? 60 : 0;
+      o.even_split_taper_min = taper ? 32 : 0;
+      o.reduce_fan_in = 3;
+      o.skip_unary_reduce = true;
+      df_plan *p = NULL;
+      df_status st = df_schedule(prog, &o, &p);
+      if (st.code != DF_OK)
+        fprintf(stderr, "schedule: %s\n", st.message);
+      assert_int_equal(st.code, DF_OK);
+      df_pack_options po;
+      memset(&po, 0, sizeof po);
+      po.skip_fingerprint = true;
+      df_packed *k = ht_pack(p, &po);
+      df_pool_desc d = pool_of(k);
+      uint32_t longest = 0, sizes = 0, last = 0;
+      for (uint32_t i = 0; i < d.items; i++) {
+        const df_abi_args *a = args_at(k, d.first + i * d.stride);
+        uint32_t len = a->range_end - a->range_begin;
+        longest = len > longest ? len : longest;
+        sizes += len != last;
+        last = len;
+      }
+      const df_abi_args *a0 = args_at(k, d.first);
+      assert_int_equal(a0->range_end - a0->range_begin, longest);
+      assert_true(sizes > 1);
+      run_and_check(k, &d);
+      df_packed_destroy(k);
+      df_plan_destroy(p);
+    }
   df_program_destroy(prog);
 }
 
@@ -572,6 +620,7 @@ int main(void) {
       cmocka_unit_test(pack_refuses_unpoolable_plans),
       cmocka_unit_test(fused_plans_pool),
       cmocka_unit_test(schedule_refuses_other_placements),
+      cmocka_unit_test(even_split_pools),
       cmocka_unit_test(blob_checks_reject_bad_pools),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
