@@ -330,6 +330,22 @@ def cases():
                 alt(".pool" if b == c["block"] else f".poolb{b}",
                     c["schedule"] + f", instruction pool, block {b}", b, None,
                     c["opts"] + " pool=true")
+        if c["name"] in ("s16", "s32", "s64", "u1x128k", "u64x4k", "u8x4k"):
+            # the pool over tapered even-split pieces (even-split-taper=P):
+            # a first batch of one piece per CTA takes P % of the keys,
+            # each later batch P % of the rest, down to 512-key pieces, so
+            # every CTA starts long and the short pieces at the end even
+            # out SMs that stream at different rates; reduces of up to 8
+            # inputs, each run by the CTA that completes its inputs
+            def taper_alt(suffix, p, sms, **extra):
+                alt(suffix, f"even, taper {p} %, pool, {sms // SMS} CTA/SM", EVEN_GRAN, None,
+                    even_opts(sms, False) + f" even-split-taper={p} pool=true"
+                    " reduce-fan-in=8 skip-unary-reduce=true"
+                    + ("" if sms == SMS else f" sm-count={sms}"), **extra)
+            for p in ((80, 70) if c["name"] == "u1x128k" else (80,)):
+                taper_alt(f".pt{p}", p, SMS)
+            if c["name"] in ("s32", "s64"):
+                taper_alt(".x2pt80", 80, 2 * SMS, threads=128)
         if c["name"] in ("s32", "s64"):
             # the pool with two CTAs of 128 threads per SM (as .x2)
             block, sched, _ = choose_at(2 * SMS, tl, (c["schedule"],))

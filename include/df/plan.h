@@ -473,13 +473,15 @@ typedef struct df_schedule_options {
      the partials from the kernel's start, so the reduce's own set-up is
      off the critical path when the last partial lands. */
   uint32_t reduce_sms;
-  /* df extension (off by default; round_robin all_at_once, no even_split
-     or automatic split; docs/pool.md): the instructions leave their
-     queues for one pool that every CTA claims items from at run time, in
-     dependency order (ITERs longest first), so a slower SM runs fewer of
-     them. Every transfer goes through HBM (as force_hbm_comms), even a
-     REDUCE's input from its own SM, and df_pack makes every transferred
-     slot direct-global; the plan records the choice (df_plan.pool). */
+  /* df extension (off by default; round_robin all_at_once, even_split
+     allowed, no automatic split; docs/pool.md): the instructions leave
+     their queues for one pool that every CTA claims items from at run
+     time, in dependency order (longest chain first), so a slower SM runs
+     fewer of them; a REDUCE whose inputs feed it alone runs on the CTA
+     that completes them (a triggered item). Every transfer goes through
+     HBM (as force_hbm_comms), even a REDUCE's input from its own SM, and
+     df_pack makes every transferred slot direct-global; the plan records
+     the choice (df_plan.pool). */
   bool pool;
   /* df extension (0: off, else 1..99; even_split only): the chunks come
      in batches of even_split_chunks (0: sm_count) equal chunks, each
