@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define DF_ABI_VERSION 9u
+#define DF_ABI_VERSION 8u
 #define DF_SENTINEL 0xFFFFFFFFu
 #define DF_SLOT_ALIGN 16u
 #define DF_SHARED_ALIGN 16u
@@ -28,26 +28,11 @@ typedef enum df_abi_opcode {
   /* df extension (docs/pool.md): run instructions of the plan's pool,
      claimed one item at a time from a counter shared by every CTA, until
      the pool is empty; then go on with this queue. comm_offset = the
-     pool's first instruction, flags = the items claimed through the
-     counter (the first ones; the rest of the region is triggered items),
-     task_id = instructions per item (an item ends early at an EXIT or a
-     TRIGGER), slot_id = the counter's flag index; handler_id and
-     arg_offset S, comm_count 0. */
+     pool's first instruction, flags = its items, task_id = instructions
+     per item (an item ends early at an EXIT), slot_id = the counter's
+     flag index; handler_id and arg_offset S, comm_count 0. */
   DF_ABI_OP_POOL = 5,
-  /* df extension (docs/pool.md), the last record of a pool item: add one
-     to flag slot_id (acq_rel, GPU scope) after the item's sends; the CTA
-     whose add completes task_id producers runs pool item comm_offset (a
-     triggered item, never claimed) next, without waiting for its
-     receives: every producer's sends came before its add. handler_id and
-     arg_offset S, comm_count 0, flags 0. */
-  DF_ABI_OP_TRIGGER = 6,
 } df_abi_opcode;
-
-/* Records that only steer a CTA (EXIT, OP_POOL, TRIGGER): no handler, no
-   args, and a TRIGGER's or OP_POOL's comm_offset is not a comm index. */
-static inline int df_abi_op_is_control(uint32_t op) {
-  return op == DF_ABI_OP_EXIT || op == DF_ABI_OP_POOL || op == DF_ABI_OP_TRIGGER;
-}
 
 /* Communication record kinds. */
 typedef enum df_comm_kind {

@@ -477,11 +477,10 @@ typedef struct df_schedule_options {
      allowed, no automatic split; docs/pool.md): the instructions leave
      their queues for one pool that every CTA claims items from at run
      time, in dependency order (longest chain first), so a slower SM runs
-     fewer of them; a REDUCE whose inputs feed it alone runs on the CTA
-     that completes them (a triggered item). Every transfer goes through
-     HBM (as force_hbm_comms), even a REDUCE's input from its own SM, and
-     df_pack makes every transferred slot direct-global; the plan records
-     the choice (df_plan.pool). */
+     fewer of them. Every transfer goes through HBM (as force_hbm_comms),
+     even a REDUCE's input from its own SM, and df_pack makes every
+     transferred slot direct-global; the plan records the choice
+     (df_plan.pool). */
   bool pool;
   /* df extension (0: off, else 1..99; even_split only): the chunks come
      in batches of even_split_chunks (0: sm_count) equal chunks, each
@@ -729,26 +728,21 @@ df_status df_packed_patch_lengths_at(df_packed *k, const uint32_t *last, const u
                                      df_patch_result *out);
 
 /* The instruction pool of a packed plan (docs/pool.md): instructions
-   [first, first + total * stride) after the last queue, item i being
-   [first + i * stride, first + (i + 1) * stride) up to its first EXIT or
-   TRIGGER. Items [0, items) are claimed through flag `counter`; items
-   [items, total) are triggered, item i counting its producers in flag
-   counter + 1 + (i - items). */
+   [first, first + items * stride) after the last queue, item i being
+   [first + i * stride, first + (i + 1) * stride) up to its first EXIT,
+   claimed through flag `counter`. */
 typedef struct df_pool_desc {
   bool present;
-  uint32_t first, items, stride, counter, total;
+  uint32_t first, items, stride, counter;
 } df_pool_desc;
 
 /* Find and check the pool: every queue starts with the same OP_POOL record
    or none does; the region is the instructions after the queues; an item
-   is handler instructions, then at most one TRIGGER naming a later,
-   triggered item, padded with EXITs; every triggered item is named by as
-   many TRIGGERs as each of them counts, and whatever it receives is
-   released by those items; a pool instruction only receives flags of
-   direct-global slots, and no comm of the plan is a cluster transfer;
-   the counter is the flag after every slot's and comm's flag. The
-   queues' offsets and lengths must already be checked (contiguous from
-   0, inside the instructions). */
+   is handler instructions padded with EXITs; a pool instruction only
+   receives flags of direct-global slots, and no comm of the plan is a
+   cluster transfer; the counter is the flag after every slot's and
+   comm's flag. The queues' offsets and lengths must already be checked
+   (contiguous from 0, inside the instructions). */
 df_status df_packed_pool_find(const df_packed *k, df_pool_desc *out);
 
 /* Whether a pooled instruction may wait on comm c: an HBM receive into a

@@ -5,11 +5,7 @@
    queue that wait for nothing and read only the item's own outputs (a
    REDUCE's FINALIZE). Items are claimed in the order of a modelled list
    schedule (pool_order.c), which is topological: an item only ever waits
-   for items claimed before it, which run on other CTAs or are done. An
-   item whose producers feed it alone (a REDUCE) is triggered instead:
-   each producer ends with a TRIGGER counting into the item's own flag,
-   and the CTA that completes the count runs it with every input in, so
-   no CTA sits in a claimed reduce waiting for partials. The
+   for items claimed before it, which run on other CTAs or are done. The
    plan's placement stays the nominal one: it decided the slots, flags and
    barriers, which the rules below make independent of the CTA that runs
    an item. */
@@ -27,11 +23,7 @@ typedef struct pool_state {
   uint32_t *slot_group;    /* per slot: group whose item writes it, or S */
   uint32_t *first;         /* per group: its first instruction (packed index) */
   uint32_t *size;          /* per group: instructions */
-  uint32_t *prod_off, *prods; /* per group: the groups it reads from (CSR, repeats) */
-  uint32_t *trigger;       /* per group: the triggered group its TRIGGER names, or S */
-  uint32_t *producers;     /* per group: distinct producers (a triggered group's count) */
-  bool *triggered_g;       /* per group: runs when triggered, never claimed */
-  uint32_t groups, stride, pooled, triggered;
+  uint32_t groups, stride, pooled;
 } pool_state;
 
 static const df_abi_args *args_of(const df_packed *k, const df_abi_instr *r) {
@@ -232,19 +224,23 @@ static double member_cost(const df_packed *k, uint32_t pi, const df_split_cost *
   return c;
 }
 
-/* Each group's producers (the groups whose outputs it reads). */
-static df_status find_producers(pool_state *s) {
+static df_status claim_order(pool_state *s, uint32_t *order) {
   const df_packed *k = s->k;
-  s->prod_off = df_arena_array(s->a, (uint64_t)s->groups + 1, sizeof(uint32_t));
-  s->prods = df_arena_array(s->a, k->input_slot_count ? k->input_slot_count : 1,
-                            sizeof(uint32_t));
-  if (!s->prod_off || !s->prods)
-    return DF_ARENA_OOM("the pool's producers");
+  const df_split_cost m = df_split_search_default().cost;
+  double *cost = df_arena_array(s->a, s->groups, sizeof(double));
+  uint32_t *off = df_arena_array(s->a, (uint64_t)s->groups + 1, sizeof(uint32_t));
+  uint32_t *prods = df_arena_array(s->a, k->input_slot_count ? k->input_slot_count : 1,
+                                   sizeof(uint32_t));
+  if (!cost || !off || !prods)
+    return DF_ARENA_OOM("the pool's order");
   uint32_t np = 0;
   for (uint32_t g = 0; g < s->groups; g++) {
-    s->prod_off[g] = np;
+    off[g] = np;
+    cost[g] = 0;
     for (uint32_t m_ = 0; m_ < s->size[g]; m_++) {
-      const df_abi_instr *r = &k->instrs[s->first[g] + m_];
+      uint32_t pi = s->first[g] + m_;
+      cost[g] += member_cost(k, pi, &m);
+      const df_abi_instr *r = &k->instrs[pi];
       for (uint32_t part = 0; part < parts_of(k, r); part++) {
         const df_abi_args *a = part_args(k, r, part);
         for (uint32_t i = 0; i < a->input_slot_count; i++) {
@@ -254,92 +250,23 @@ static df_status find_producers(pool_state *s) {
             continue;
           if (np == k->input_slot_count) /* each input belongs to one args record */
             return df_status_errorf(DF_EINTERNAL, "pool: more producers than inputs");
-          s->prods[np++] = p;
+          prods[np++] = p;
         }
       }
     }
   }
-  s->prod_off[s->groups] = np;
-  return df_status_ok();
-}
-
-static df_status claim_order(pool_state *s, uint32_t *order) {
-  const df_packed *k = s->k;
-  const df_split_cost m = df_split_search_default().cost;
-  double *cost = df_arena_array(s->a, s->groups, sizeof(double));
-  if (!cost)
-    return DF_ARENA_OOM("the pool's order");
-  for (uint32_t g = 0; g < s->groups; g++) {
-    cost[g] = 0;
-    for (uint32_t m_ = 0; m_ < s->size[g]; m_++)
-      cost[g] += member_cost(k, s->first[g] + m_, &m);
-  }
-  df_pool_items it = {s->groups, k->topology.sm_count, cost, s->prod_off, s->prods,
-                      m.hbm_edge_us};
+  off[s->groups] = np;
+  df_pool_items it = {s->groups, k->topology.sm_count, cost, off, prods, m.hbm_edge_us};
   return df_pool_order(&it, s->a, order);
 }
 
-/* Triggered groups: a group that reads from other groups, each of which
-   feeds it alone, runs on the CTA that completes the last of them (its
-   producers end with a TRIGGER) instead of being claimed and waiting. */
-static df_status find_triggers(pool_state *s) {
-  uint32_t n = s->groups;
-  uint32_t *stamp = df_arena_sentinels(s->a, n);
-  uint32_t *consumers = df_arena_array(s->a, n, sizeof(uint32_t));
-  s->trigger = df_arena_sentinels(s->a, n);
-  s->producers = df_arena_array(s->a, n, sizeof(uint32_t));
-  s->triggered_g = df_arena_array(s->a, n, sizeof(bool));
-  if (!stamp || !consumers || !s->trigger || !s->producers || !s->triggered_g)
-    return DF_ARENA_OOM("the pool's triggers");
-  for (uint32_t g = 0; g < n; g++) {
-    consumers[g] = s->producers[g] = 0;
-    s->triggered_g[g] = false;
-  }
-  for (uint32_t g = 0; g < n; g++)
-    for (uint32_t e = s->prod_off[g]; e < s->prod_off[g + 1]; e++) {
-      uint32_t p = s->prods[e];
-      if (stamp[p] == g)
-        continue;
-      stamp[p] = g;
-      s->producers[g]++;
-      consumers[p]++;
-    }
-  for (uint32_t g = 0; g < n; g++) {
-    bool alone = s->producers[g] > 0;
-    for (uint32_t e = s->prod_off[g]; e < s->prod_off[g + 1] && alone; e++)
-      alone = consumers[s->prods[e]] == 1;
-    if (!alone)
-      continue;
-    s->triggered_g[g] = true;
-    s->triggered++;
-    for (uint32_t e = s->prod_off[g]; e < s->prod_off[g + 1]; e++) {
-      uint32_t p = s->prods[e];
-      s->trigger[p] = g;
-      if (s->size[p] + 1 > s->stride)
-        s->stride = s->size[p] + 1;
-    }
-  }
-  return df_status_ok();
-}
-
-/* The region: claimed groups in claim order, then triggered ones in claim
-   order (topological, so a TRIGGER always names a later item). */
-static df_status rebuild(pool_state *s, const uint32_t *order) {
+static df_status rebuild(pool_state *s, uint32_t *order) {
   df_packed *k = s->k;
-  uint32_t sms = k->topology.sm_count, claimed = s->groups - s->triggered;
+  uint32_t sms = k->topology.sm_count;
   uint64_t count = (uint64_t)k->instr_count - s->pooled + sms + (uint64_t)s->groups * s->stride;
   if (count > UINT32_MAX / 2)
     return df_status_errorf(DF_EINVAL, "pool: %llu instructions do not fit the ABI",
                             (unsigned long long)count);
-  uint32_t *item = df_arena_array(s->a, s->groups, sizeof(uint32_t)); /* group -> item */
-  uint32_t *seq = df_arena_array(s->a, s->groups, sizeof(uint32_t));  /* item -> group */
-  if (!item || !seq)
-    return DF_ARENA_OOM("the instruction pool's items");
-  for (uint32_t i = 0, nc = 0, nt = claimed; i < s->groups; i++) {
-    uint32_t g = order[i], at = s->triggered_g[g] ? nt++ : nc++;
-    item[g] = at;
-    seq[at] = g;
-  }
   df_abi_instr *in = df_alloc(&k->alloc, sizeof *in * (count ? count : 1));
   uint32_t *po = df_alloc(&k->alloc, sizeof *po * (count ? count : 1));
   if (!in || !po) {
@@ -352,7 +279,7 @@ static df_status rebuild(pool_state *s, const uint32_t *order) {
   for (uint32_t q = 0; q < sms; q++) {
     uint32_t q0 = k->queue_offsets[q], q1 = q0 + k->queue_lengths[q];
     k->queue_offsets[q] = at;
-    in[at] = (df_abi_instr){DF_ABI_OP_POOL, S, s->stride, S, pool_first, 0, counter, claimed};
+    in[at] = (df_abi_instr){DF_ABI_OP_POOL, S, s->stride, S, pool_first, 0, counter, s->groups};
     po[at++] = S;
     for (uint32_t pi = q0; pi < q1; pi++) {
       if (s->group_of[pi] != S)
@@ -363,19 +290,15 @@ static df_status rebuild(pool_state *s, const uint32_t *order) {
     k->queue_lengths[q] = at - k->queue_offsets[q];
   }
   for (uint32_t i = 0; i < s->groups; i++) {
-    uint32_t g = seq[i], pi = s->first[g], t = s->trigger[g];
+    uint32_t g = order[i], pi = s->first[g];
     for (uint32_t m = 0; m < s->stride; m++, pi++) {
       if (m < s->size[g]) {
         in[at] = k->instrs[pi];
         po[at++] = k->pack_order[pi];
-        continue;
-      }
-      if (m == s->size[g] && t != S)
-        in[at] = (df_abi_instr){DF_ABI_OP_TRIGGER, S, s->producers[t],     S,
-                                item[t],           0, counter + 1 + (item[t] - claimed), 0};
-      else
+      } else {
         in[at] = (df_abi_instr){DF_ABI_OP_EXIT, S, S, S, 0, 0, S, 0};
-      po[at++] = S;
+        po[at++] = S;
+      }
     }
   }
   df_free(&k->alloc, k->instrs);
@@ -415,8 +338,6 @@ df_status df_pack_pool(df_pack_ctx *c) {
   uint32_t *order = df_arena_array(c->a, s.groups, sizeof(uint32_t));
   if (!order)
     return DF_ARENA_OOM("the instruction pool's order");
-  DF_TRY(find_producers(&s));
   DF_TRY(claim_order(&s, order));
-  DF_TRY(find_triggers(&s));
   return rebuild(&s, order);
 }

@@ -87,7 +87,7 @@ def test_missing_stamps_and_bad_dump_are_errors():
 # first partial and then the reduce, CTA 1 the second partial; their
 # trace slots follow the queues (pc 2, 3 on CTA 0; pc 2 on CTA 1) and
 # name their instructions in the CL_WAIT clock stamp.
-POOL_DUMP = """plan: abi_version=9 sm_count=2 cluster_size=1
+POOL_DUMP = """plan: abi_version=8 sm_count=2 cluster_size=1
 handler 0: name=gqa_partial kind=iter primary=1
 handler 1: name=gqa_combine kind=reduce primary=1
 queue 0: offset=0 length=2

@@ -331,7 +331,7 @@ def test_packed_dump_equals_df_translate_plan_dump():
 
 def test_plan_dump_is_text_of_records_and_tables():
     text = _seed_plan().dump()
-    assert text.startswith("plan: abi_version=9 sm_count=4 cluster_size=2\n")
+    assert text.startswith("plan: abi_version=8 sm_count=4 cluster_size=2\n")
     assert "handler 3: name=combine kind=reduce primary=0" in text
     assert "launch_package:" in text and "needs_flag_reset=1" in text
 
@@ -516,20 +516,13 @@ def test_pool_schedules_and_packs_a_pool():
     pool_op = df.abi_schema.constant("DF_ABI_OP_POOL")
     heads = [packed.instructions[o] for o in packed.queue_offsets]
     assert {h.opcode for h in heads} == {pool_op}
-    first, claimed, stride = heads[0].comm_offset, heads[0].flags, heads[0].task_id
-    total = (len(packed.instructions) - first) // stride
-    assert first + total * stride == len(packed.instructions)
+    first, items, stride = heads[0].comm_offset, heads[0].flags, heads[0].task_id
+    assert first + items * stride == len(packed.instructions)
     iter_op = df.abi_schema.constant("DF_ABI_OP_ITER")
     reduce_op = df.abi_schema.constant("DF_ABI_OP_REDUCE")
-    trigger_op = df.abi_schema.constant("DF_ABI_OP_TRIGGER")
-    # the 2 + 1 + 5 blocks' ITERs are claimed; the two reduces are
-    # triggered by their blocks (the one-block task has none)
-    assert claimed == 8
-    assert [packed.instructions[first + i * stride].opcode for i in range(total)] \
+    # dependency order: the 2 + 1 + 5 blocks' ITERs, then the two reduces
+    assert [packed.instructions[first + i * stride].opcode for i in range(items)] \
         == [iter_op] * 8 + [reduce_op] * 2
-    triggers = [packed.instructions[first + i * stride + 1] for i in range(claimed)]
-    assert sorted(t.comm_offset for t in triggers if t.opcode == trigger_op) == [8] * 2 + [9] * 5 \
-        or sorted(t.comm_offset for t in triggers if t.opcode == trigger_op) == [8] * 5 + [9] * 2
     assert all(packed.instructions[o + 1].opcode == df.abi_schema.constant("DF_ABI_OP_EXIT")
                for o in packed.queue_offsets)
     # the flag survives the plan's round trip through C

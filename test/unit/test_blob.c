@@ -515,7 +515,7 @@ static void record_indices_are_checked(void **state) {
     uint32_t rec, field, value;
     const char *frag;
   } cases[] = {
-      {DF_BLOB_SEC_INSTRUCTIONS, I, 0, 0, 7, "instr 0: opcode 7 out of range (0..6)"},
+      {DF_BLOB_SEC_INSTRUCTIONS, I, 0, 0, 6, "instr 0: opcode 6 out of range (0..5)"},
       {DF_BLOB_SEC_INSTRUCTIONS, I, 1, 1, 0, "instr 1: handler_id 0 must be S for opcode exit"},
       {DF_BLOB_SEC_INSTRUCTIONS, I, 2, 1, 3, "instr 2: handler_id 3 out of range (3 handlers)"},
       {DF_BLOB_SEC_INSTRUCTIONS, I, 1, 3, 0, "instr 1: arg_offset 0 must be S for opcode exit"},
@@ -584,7 +584,7 @@ static void record_indices_are_checked(void **state) {
       {DF_BLOB_SEC_BARRIERS, W, 4, 0, 1, "slot 0: barrier index 1 out of range (1 barriers)"},
       {DF_BLOB_SEC_BARRIERS, W, 6, 0, 1, "barriers: comm 0: barrier index 1 out of range"},
       {DF_BLOB_SEC_BARRIERS, W, 10, 0, 0, "barriers: comm 0: ack index 0 out of range (0 ACKs)"},
-      {DF_BLOB_SEC_LAUNCH, W, 0, 0, 6, "launch: abi_version 6 is not the ABI version 9"},
+      {DF_BLOB_SEC_LAUNCH, W, 0, 0, 6, "launch: abi_version 6 is not the ABI version 8"},
       {DF_BLOB_SEC_LAUNCH, W, 1, 0, 3, "launch: sm_count 3 is not the topology's 2"},
       {DF_BLOB_SEC_LAUNCH, W, 19, 0, 4, "launch: instruction_count 4 is not the instruction"},
       {DF_BLOB_SEC_LAUNCH, W, 4, 0, 16, "launch: barrier_bytes 16 is not 8 (derived from the"},
@@ -1051,7 +1051,7 @@ static void text_dump_names_every_field(void **state) {
   (void)state;
   df_packed *k = hand_packed();
   char *t = dump(df_packed_dump_text, k);
-  has(t, "plan: abi_version=9 sm_count=2 cluster_size=2\n");
+  has(t, "plan: abi_version=8 sm_count=2 cluster_size=2\n");
   has(t, "instr 0: opcode=1 handler_id=0 task_id=0 arg_offset=0 comm_offset=0 comm_count=1 "
          "slot_id=0 flags=0x10000\n");
   has(t, "instr 1: opcode=0 handler_id=S task_id=S arg_offset=S comm_offset=1 comm_count=0 "
@@ -1078,7 +1078,7 @@ static void text_dump_names_every_field(void **state) {
   has(t, "barriers: barrier_count=1 ack_count=0 slot_count=2 comm_count=2\n");
   has(t, "barrier_slot 0: barrier_index=S\n");
   has(t, "barrier_comm 1: barrier_index=S barrier_phase=0 ack_index=S\n");
-  has(t, "launch_package:\n  abi_version=9\n  sm_count=2\n  cluster_size=2\n"
+  has(t, "launch_package:\n  abi_version=8\n  sm_count=2\n  cluster_size=2\n"
          "  barrier_count=1\n  barrier_bytes=8\n");
   has(t, "  shared_memory_bytes=112\n");
   has(t, "  needs_flag_reset=0\n  barrier_init_count=1\n");
@@ -1127,7 +1127,7 @@ static void json_dump_uses_reference_keys(void **state) {
   strcpy(k->types[0].name, "Attn\"Inter\\");
   char *j = dump(df_packed_dump_json, k);
   expect_json(j);
-  has(j, "{\"abi_version\":9,");
+  has(j, "{\"abi_version\":8,");
   has(j, "\"operator_table\":{\"split_kv\":0,\"combine\":1,\"finalize\":2}");
   has(j, "\"operator_kinds\":{\"split_kv\":\"iter\",\"combine\":\"reduce\","
          "\"finalize\":\"finalize\"}");
@@ -1148,7 +1148,7 @@ static void json_dump_uses_reference_keys(void **state) {
   has(j, "\"barrier_allocation\":{\"barrier_count\":1,\"slot_barrier_indices\":[4294967295,0],"
          "\"comm_barrier_indices\":[4294967295,4294967295],\"comm_barrier_phases\":[0,0],"
          "\"comm_ack_indices\":[4294967295,4294967295],\"ack_count\":0}");
-  has(j, "\"launch_package\":{\"abi_version\":9,\"sm_count\":2,");
+  has(j, "\"launch_package\":{\"abi_version\":8,\"sm_count\":2,");
   has(j, "\"needs_flag_reset\":false,\"barrier_init_offsets\":[0,0],"
          "\"barrier_init_lengths\":[0,1],\"barrier_init_count\":1,\"barrier_init_indices\":[0]}");
   has(j, "\"fingerprint\":\"aaaa");

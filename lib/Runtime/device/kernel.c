@@ -121,11 +121,7 @@ DF_RT uint32_t chunk_word(const df_chunk *k, uint32_t pc, int i) {
    trip overlaps the item's sends. Claiming earlier holds an item another
    CTA could start sooner (run S: a claim at the item's start, or at
    once while more than two items per CTA remained, made s32 12-20 % and
-   s64.x2 38 % slower). An item ending in a TRIGGER adds to its consumer's
-   count after its sends; the add that completes the count makes this
-   CTA run the triggered item next (holding a claim made early), without
-   polling its receives: the adds' release-acquire chain orders every
-   producer's sends before it. */
+   s64.x2 38 % slower). */
 #ifndef DF_POOL_EARLY
 #define DF_POOL_EARLY 1
 #endif
@@ -134,31 +130,17 @@ typedef struct df_pool {
   uint32_t first, items, stride;
   uint32_t item, member; /* the running item and its next instruction */
   uint32_t early;        /* leader: the next claim, made early; S = none */
-  const df_abi_instr *trigger; /* the running item's TRIGGER; NULL: none */
-  bool fired;                  /* the running item was triggered */
 } df_pool;
-
-#define DF_POOL_FIRED 0x80000000u /* a claimed word naming a triggered item */
 
 static __attribute__((address_space(3))) uint32_t pool_claimed;
 
-DF_RT uint32_t pool_claim(const df_rt *rt, df_pool *p, uint32_t *flags) {
+DF_RT uint32_t pool_claim(const df_rt *rt, df_pool *p) {
   if (df_rt_leader(rt)) {
-    uint32_t next = DF_SENTINEL;
-    if (p->trigger) {
-      const df_abi_instr *t = p->trigger;
-      const uint32_t need = t->task_id, item = t->comm_offset;
-      if (df_ptx_atom_add_acq_rel_gpu(flags + t->slot_id, 1) + 1 == need)
-        next = item | DF_POOL_FIRED;
-    }
-    if (next == DF_SENTINEL) {
-      next = DF_POOL_EARLY && p->early != DF_SENTINEL ? p->early
-                                                      : df_ptx_atom_add_relaxed_gpu(p->counter, 1);
-      p->early = DF_SENTINEL;
-    }
-    pool_claimed = next;
+    pool_claimed = DF_POOL_EARLY && p->early != DF_SENTINEL
+                       ? p->early
+                       : df_ptx_atom_add_relaxed_gpu(p->counter, 1);
+    p->early = DF_SENTINEL;
   }
-  p->trigger = (const df_abi_instr *)0;
   /* Published by this barrier; rewritten only after the item's own. */
   df_ptx_bar_sync();
   return pool_claimed;
@@ -268,7 +250,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
   k.base = 0;
   if (length)
     chunk_load(&k, queue, 0, length);
-  df_pool pool = {(uint32_t *)0, 0, 0, 0, 0, 0, DF_SENTINEL, (const df_abi_instr *)0, false};
+  df_pool pool = {(uint32_t *)0, 0, 0, 0, 0, 0, DF_SENTINEL};
 #ifdef DF_RT_TRACE
   uint32_t traced_pool = 0;
 #endif
@@ -280,31 +262,20 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
   for (uint32_t pc = 0; pc < length;) {
     uint32_t op, handler_id, arg_offset, comm_offset, n;
     uint32_t mark_pc = pc; /* the watchdog's pc word (df/progress.h) */
-    bool received = false; /* a triggered item's inputs are in: no polls */
     if (DF_HAS(DF_FEATURE_POOL) && __builtin_expect(pool.counter != (uint32_t *)0, 0)) {
       if (pool.member == 0) {
-        const uint32_t got = pool_claim(&rt, &pool, flags);
-        pool.fired = (got & DF_POOL_FIRED) != 0;
-        pool.item = got & ~DF_POOL_FIRED;
-        if (!pool.fired && pool.item >= pool.items) { /* empty: on with the queue */
+        pool.item = pool_claim(&rt, &pool);
+        if (pool.item >= pool.items) { /* empty: on with the queue */
           pool.counter = (uint32_t *)0;
           pc++;
           continue;
         }
       }
-      received = pool.fired;
-      pool.fired = false; /* only the item's first instruction receives */
       const df_abi_instr *r = instructions + pool.first + pool.item * pool.stride + pool.member;
       pool.member = pool.member + 1 == pool.stride ? 0 : pool.member + 1;
-      /* the item ends here when its next slot is padding or its TRIGGER */
-      if (pool.member) {
-        const uint32_t next_op = r[1].opcode;
-        if (next_op == DF_ABI_OP_EXIT || next_op == DF_ABI_OP_TRIGGER) {
-          pool.member = 0;
-          if (next_op == DF_ABI_OP_TRIGGER)
-            pool.trigger = r + 1;
-        }
-      }
+      /* the item ends here when its next slot is padding */
+      if (pool.member && r[1].opcode == DF_ABI_OP_EXIT)
+        pool.member = 0;
       op = r->opcode;
       handler_id = r->handler_id;
       arg_offset = r->arg_offset;
@@ -372,7 +343,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
        memory before the polls (records.c); the receive's barriers publish
        them. Not for cluster receives: their CTA-scope waits keep L1, and
        staging there measured slower (1.53 against 1.31 us per edge). */
-    const bool staged = !received && handler_id != DF_SENTINEL &&
+    const bool staged = handler_id != DF_SENTINEL &&
                         (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) |
                                   DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT))) &&
                         df_rt_stage_records(&rt, &ctx, a);
@@ -412,8 +383,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
     if (hbm_prepared)
       df_rt_hbm_send_prepare(&rt, c, n);
     DF_RT_DIAG_AT(&rt, DF_RT_DIAG_PREPARE);
-    if (!received &&
-        (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT))))
+    if (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT)))
       df_rt_hbm_recv(&rt, c, n, &scan);
 
     if (handler_id != DF_SENTINEL) {
@@ -426,7 +396,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
       df_dispatch(handler_id, &ctx);
       DF_RT_TRACE_AT(&rt, DF_RT_TRACE_H_END);
       if (DF_HAS(DF_FEATURE_POOL) && DF_POOL_EARLY && pool.counter && pool.member == 0 &&
-          pool.early == DF_SENTINEL && df_rt_leader(&rt)) /* the item's last handler: claim the next */
+          df_rt_leader(&rt)) /* the item's last handler: claim the next */
         pool.early = df_ptx_atom_add_relaxed_gpu(pool.counter, 1);
       if (staged) { /* back to the plan's records */
         ctx.slots = slots;

@@ -47,18 +47,6 @@ DF_PTX uint32_t df_ptx_atom_add_relaxed_gpu(uint32_t *p, uint32_t v) {
   __asm__("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
 }
-/* Acquire-release GPU-scope fetch-and-add: a pool TRIGGER (docs/pool.md).
-   Its release orders the item's sends before the add; the add that
-   completes the count acquires every producer's, through the chain of
-   adds on the one word. */
-DF_PTX uint32_t df_ptx_atom_add_acq_rel_gpu(uint32_t *p, uint32_t v) {
-  uint32_t old;
-  __asm__ __volatile__("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
-                       : "=r"(old)
-                       : "l"(p), "r"(v)
-                       : "memory");
-  return old;
-}
 /* bar.warp.sync over the whole warp: orders memory among its lanes. */
 DF_PTX void df_ptx_warp_sync(void) { __nvvm_bar_warp_sync(0xffffffffu); }
 

@@ -74,39 +74,27 @@ static df_status comm_phase(hb_run *r, hb_cta *c, hb_phase next, hb_step_result 
   return df_status_ok();
 }
 
-static void pool_start(hb_run *r, hb_cta *c, uint32_t item) {
-  c->cur = r->pool.first + item * r->pool.stride;
+/* The next instruction of a claimed pool item, else the next item the
+   shared counter hands out (one claim per step; how CTAs interleave is
+   the scheduler's quantum and order); false once the pool is empty. */
+static bool pool_next(hb_run *r, hb_cta *c) {
+  const df_packed *k = r->k;
+  if (c->item_left) {
+    c->item_left--;
+    if (k->instrs[++c->cur].opcode != DF_ABI_OP_EXIT)
+      return true;
+    c->item_left = 0;
+  }
+  if (r->flags) /* the device's counter: every claim adds one, the last fails */
+    r->flags[r->pool.counter]++;
+  if (r->pool_next >= r->pool.items)
+    return false;
+  c->cur = r->pool.first + r->pool_next++ * r->pool.stride;
   c->item_left = r->pool.stride - 1;
   for (uint32_t i = c->cur; i < c->cur + r->pool.stride; i++) {
     r->instr_cta[i] = c->id;
     r->instr_pos[i] = c->pc;
   }
-}
-
-/* The next instruction of a running pool item; at its TRIGGER, the
-   triggered item when this CTA's add completes its producers (the sends
-   are done: the item's last step was its send phase); else the next
-   item the shared counter hands out (one claim per step; how CTAs
-   interleave is the scheduler's quantum and order). False once the pool
-   is empty. */
-static bool pool_next(hb_run *r, hb_cta *c) {
-  const df_packed *k = r->k;
-  if (c->item_left) {
-    c->item_left--;
-    const df_abi_instr *in = &k->instrs[++c->cur];
-    if (in->opcode != DF_ABI_OP_EXIT && in->opcode != DF_ABI_OP_TRIGGER)
-      return true;
-    c->item_left = 0;
-    /* the flags hold the device's counters: every add counts */
-    if (in->opcode == DF_ABI_OP_TRIGGER && ++r->flags[in->slot_id] == in->task_id) {
-      pool_start(r, c, in->comm_offset);
-      return true;
-    }
-  }
-  r->flags[r->pool.counter]++; /* every claim adds one, the last fails */
-  if (r->pool_next >= r->pool.items)
-    return false;
-  pool_start(r, c, r->pool_next++);
   return true;
 }
 

@@ -122,7 +122,7 @@ static void from_packed_checks(void **state) {
   fx_ok(df_pack(plan, &po, NULL, &k));
   k->abi_version = 6;
   fx_fails(df_rt_plan_from_packed(f.rt, k, NULL, 0, &p), DF_EINVAL,
-           "plan: ABI version 6 (launch package 9) is not the runtime's 9");
+           "plan: ABI version 6 (launch package 8) is not the runtime's 8");
   fx_ok(df_pack(plan, &po, NULL, &k));
   k->launch.cluster_size = 4;
   fx_fails(df_rt_plan_from_packed(f.rt, k, NULL, 0, &p), DF_EINVAL,
