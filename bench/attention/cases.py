@@ -336,7 +336,9 @@ def cases():
             # each later batch P % of the rest, down to 512-key pieces, so
             # every CTA starts long and the short pieces at the end even
             # out SMs that stream at different rates; reduces of up to 8
-            # inputs, each run by the CTA that completes its inputs
+            # inputs. Run T: 10-20 % slower than the case's plan everywhere
+            # (u1x128k 155.9 against 141.2 us, s32 .x2pt80 84.5 against
+            # 79.5): each extra piece costs its fixed ~3-5 us
             def taper_alt(suffix, p, sms, **extra):
                 alt(suffix, f"even, taper {p} %, pool, {sms // SMS} CTA/SM", EVEN_GRAN, None,
                     even_opts(sms, False) + f" even-split-taper={p} pool=true"
