@@ -348,6 +348,18 @@ def cases():
                 taper_alt(f".pt{p}", p, SMS)
             if c["name"] in ("s32", "s64"):
                 taper_alt(".x2pt80", 80, 2 * SMS, threads=128)
+        if c["name"] in ("u1x128k", "s16") and os.environ.get("CASES_SWEEP"):
+            # (CASES_SWEEP=1 only) the pool at two CTAs of 128 threads per
+            # SM and about two pieces per CTA: one CTA's fixed costs per
+            # piece (first loads, merge, send, claim) would overlap the
+            # other's stream while the claims even out the SMs; reduces of
+            # up to 8 inputs. Run T call 4: u1x128k 151.7 (b2048) and
+            # 166.0-166.4 (b1536) against 143.6-143.7 for .pool, s16 127.4-
+            # 128.6 against 116.2-116.3: the fixed costs do not hide
+            for b in ((2048, 1536) if c["name"] == "u1x128k" else (2048,)):
+                alt(f".x2poolb{b}", c["schedule"] + f", 2 CTAs/SM, pool, fan-in 8, block {b}",
+                    b, None, c["opts"].replace(f"reduce-fan-in={FAN_IN}", "reduce-fan-in=8")
+                    + f" sm-count={2 * SMS} pool=true", threads=128)
         if c["name"] in ("s32", "s64"):
             # the pool with two CTAs of 128 threads per SM (as .x2)
             block, sched, _ = choose_at(2 * SMS, tl, (c["schedule"],))
