@@ -374,10 +374,12 @@ typedef struct df_range_lengths {
   const uint32_t *offsets; /* NULL: none */
 } df_range_lengths;
 
-/* Most chunks of an even split (df_schedule_options.even_split_chunks): a
-   plan holds up to task count + chunks ITERs. */
+/* Most chunks of an even split (df_schedule_options.even_split_chunks, and
+   all batches of a tapered one): a plan holds up to task count + chunks
+   ITERs. */
 #define DF_EVEN_SPLIT_MAX_CHUNKS (1u << 20)
-/* even_split_taper's shortest tapered chunk by default, in range units */
+/* even_split_taper's shortest tapered chunk by default, in the split's
+   units (range units plus even_split_task_cost per task) */
 #define DF_EVEN_SPLIT_TAPER_MIN 512u
 
 typedef struct df_schedule_options {
@@ -486,8 +488,11 @@ typedef struct df_schedule_options {
      in batches of even_split_chunks (0: sm_count) equal chunks, each
      batch taking this percent of the units still to cut, so chunks
      shrink from batch to batch; once a batch's chunks would be shorter
-     than even_split_taper_min units (0: DF_EVEN_SPLIT_TAPER_MIN), the
-     rest is cut into at most a batch of chunks of at least that length.
+     than even_split_taper_min units (0: DF_EVEN_SPLIT_TAPER_MIN; range
+     units plus even_split_task_cost per task), the rest is cut into at
+     most a batch of chunks of at least that length — or more, shorter
+     ones, where those would be longer than the batch before's (a taper
+     under 50 %).
      Chunk c goes to SM c % sm_count. With the pool (which claims longer
      chains first) every SM starts on a long piece and the short ones
      even out SMs that stream at different rates at the end. */

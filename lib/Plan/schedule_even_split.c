@@ -21,6 +21,7 @@ typedef struct cutter {
   uint32_t i, n;       /* the next cut is the batch's i-th of n */
   uint32_t per, taper; /* chunks per batch; percent per batch (0: one batch) */
   uint32_t min;        /* with taper: the shortest chunk of a tapered batch */
+  u128 last;           /* the last tapered batch's chunk length; 0: none yet */
 } cutter;
 
 /* The batch starting at k->start. */
@@ -33,17 +34,23 @@ static void batch(cutter *k) {
   }
   u128 share = rest * k->taper / 100;
   if (share / k->per >= k->min) {
-    k->span = share, k->n = k->per;
+    k->span = share, k->n = k->per, k->last = share / k->per;
     return;
   }
-  /* the last batch: the rest in chunks of at least min, at most per */
+  /* the last batch: the rest in chunks of at least min, at most per of
+     them, but never longer than the batch before (a taper under 50 %
+     leaves more than a batch took) */
   u128 n = rest / (k->min ? k->min : 1);
+  n = n < 1 ? 1 : n > k->per ? k->per : n;
+  if (k->last && n * k->last < rest)
+    n = (rest + k->last - 1) / k->last;
   k->span = rest;
-  k->n = n < 1 ? 1 : n > k->per ? k->per : (uint32_t)n;
+  /* past the chunk limit either way: chunk_count refuses it */
+  k->n = n > 2u * DF_EVEN_SPLIT_MAX_CHUNKS ? 2u * DF_EVEN_SPLIT_MAX_CHUNKS : (uint32_t)n;
 }
 
 static cutter cutter_make(u128 total, uint32_t per, uint32_t taper, uint32_t min) {
-  cutter k = {total, 0, 0, 0, 0, per, taper, min};
+  cutter k = {total, 0, 0, 0, 0, per, taper, min, 0};
   batch(&k);
   return k;
 }
@@ -62,7 +69,6 @@ static void cut_pass(cutter *k) {
   batch(k);
 }
 
-/* Chunks the cutter makes. */
 /* Chunks the cutter makes, counted up to one past the limit. */
 static uint64_t chunk_count(cutter k) {
   uint64_t n = 1;
@@ -101,7 +107,7 @@ df_status df_sched_even_split(df_sched *s, const uint32_t *order, df_sched_piece
   for (uint32_t t = 0; t < T; t++)
     total += (u128)r->lengths[t] + cost;
   cutter cuts = cutter_make(total, per, s->o->even_split_taper, min);
-  uint64_t chunks = chunk_count(cuts);
+  uint64_t chunks = s->o->even_split_taper ? chunk_count(cuts) : per;
   if (chunks > DF_EVEN_SPLIT_MAX_CHUNKS)
     return df_status_errorf(DF_EINVAL,
                             "Dataflow even_split_taper %u (batches of %u, chunks of at least "

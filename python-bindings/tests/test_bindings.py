@@ -544,3 +544,9 @@ def test_pool_schedules_and_packs_a_pool():
     with pytest.raises(ValueError, match="even_split_taper \\(50\\) needs even_split"):
         df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
                     even_split_taper=50)
+    with pytest.raises(ValueError, match="1 to 99 \\(0: off\\), got 100"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    even_split=True, even_split_taper=100)
+    with pytest.raises(ValueError, match="even_split_taper_min \\(8\\) needs even_split_taper"):
+        df.schedule(make_program(), topology=topology, range_lengths={"kv": [8]}, block_size=4,
+                    even_split=True, even_split_taper_min=8)

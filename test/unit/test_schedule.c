@@ -343,6 +343,27 @@ static void even_split_tapers(void **state) {
         p->instrs[i].task == 0)
       assert_int_equal(p->instrs[i].range_end, 533);
   df_plan_destroy(p);
+  /* a taper under 50 %: batch 1 cuts 270 of 900 units (67-68 each), and
+     the last batch's 630 units go in 10 chunks, not 4 of 157 (longer
+     than batch 1's): pieces never grow along the emission order */
+  static const uint32_t one[1] = {900};
+  df_schedule_options o1 = even_options(one, 1);
+  o1.even_split_granularity = 0;
+  o1.even_split_taper = 30;
+  o1.even_split_taper_min = 64;
+  assert_int_equal(df_schedule(prog, &o1, &p).code, DF_OK);
+  uint64_t prev = UINT32_MAX, iters = 0;
+  for (uint32_t i = 0; i < p->instr_count; i++) {
+    const df_instr *in = &p->instrs[i];
+    if (in->op != DF_INSTR_ITER)
+      continue;
+    uint32_t len = in->range_end - in->range_begin;
+    assert_true(len <= prev + 1); /* cuts round: 67, 68, 67, 68 */
+    prev = len < prev ? len : prev;
+    iters++;
+  }
+  assert_int_equal(iters, 14);
+  df_plan_destroy(p);
   df_program_destroy(prog);
 }
 

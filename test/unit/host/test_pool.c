@@ -364,10 +364,12 @@ static void schedule_refuses_other_placements(void **state) {
 
 /* Even-split pieces pool too, tapered or not: a stream-K split's pieces
    and tapered batches (long pieces claimed first) compute the attention
-   on the host backend, and the first claimed ITER is a longest one. */
+   on the host backend, and the first claimed ITER is a longest one. The
+   taper's batches add at least a batch of pieces. */
 static void even_split_pools(void **state) {
   (void)state;
   df_program *prog = seed_attention_program();
+  uint32_t pieces[2][6] = {{0}};
   for (int taper = 0; taper < 2; taper++)
     for (uint32_t sms = 2; sms <= 5; sms += 3) {
       df_schedule_options o = ht_kv_options(sms, 1, KV, TASKS, BLOCK);
@@ -402,6 +404,10 @@ static void even_split_pools(void **state) {
       const df_abi_args *a0 = args_at(k, d.first);
       assert_int_equal(a0->range_end - a0->range_begin, longest);
       assert_true(sizes > 1);
+      for (uint32_t i = 0; i < d.items; i++)
+        pieces[taper][sms] += k->instrs[d.first + i * d.stride].opcode == DF_ABI_OP_ITER;
+      if (taper)
+        assert_true(pieces[1][sms] >= pieces[0][sms] + sms);
       run_and_check(k, &d);
       df_packed_destroy(k);
       df_plan_destroy(p);
