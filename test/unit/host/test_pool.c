@@ -36,25 +36,35 @@ static const variant VARIANTS[] = {
 };
 enum { NVARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
 
-static df_plan *schedule(const df_program *prog, const variant *v, bool pool) {
-  df_schedule_options o = ht_kv_options(v->sms, v->cluster, KV, TASKS, BLOCK);
+/* Options over the test's lengths on `sms` CTAs: one task per length. */
+static df_schedule_options kv_options(uint32_t sms, uint32_t cluster) {
+  df_schedule_options o = ht_kv_options(sms, cluster, KV, TASKS, BLOCK);
   o.extent_count = 1;
   o.extents[0] = TASKS;
+  o.include_exit = true;
+  return o;
+}
+
+static df_plan *schedule_ok(const df_program *prog, const df_schedule_options *o) {
+  df_plan *p = NULL;
+  df_status st = df_schedule(prog, o, &p);
+  if (st.code != DF_OK)
+    fprintf(stderr, "schedule: %s\n", st.message);
+  assert_int_equal(st.code, DF_OK);
+  return p;
+}
+
+static df_plan *schedule(const df_program *prog, const variant *v, bool pool) {
+  df_schedule_options o = kv_options(v->sms, v->cluster);
   o.policy = DF_POLICY_ROUND_ROBIN;
   o.strategy = DF_REDUCE_ALL_AT_ONCE;
-  o.include_exit = true;
   o.balance_iters = v->balance;
   o.defer_reduces = v->defer;
   o.skip_unary_reduce = v->skip_unary;
   o.reduce_fan_in = v->fan_in;
   o.reduce_sms = v->reduce_sms;
   o.pool = pool;
-  df_plan *p = NULL;
-  df_status st = df_schedule(prog, &o, &p);
-  if (st.code != DF_OK)
-    fprintf(stderr, "schedule: %s\n", st.message);
-  assert_int_equal(st.code, DF_OK);
-  return p;
+  return schedule_ok(prog, &o);
 }
 
 static df_pack_options pack_options(const variant *v) {
@@ -372,10 +382,7 @@ static void even_split_pools(void **state) {
   uint32_t pieces[2][6] = {{0}};
   for (int taper = 0; taper < 2; taper++)
     for (uint32_t sms = 2; sms <= 5; sms += 3) {
-      df_schedule_options o = ht_kv_options(sms, 1, KV, TASKS, BLOCK);
-      o.extent_count = 1;
-      o.extents[0] = TASKS;
-      o.include_exit = true;
+      df_schedule_options o = kv_options(sms, 1);
       o.pool = true;
       o.even_split = true;
       o.even_split_granularity = 16;
@@ -383,11 +390,7 @@ static void even_split_pools(void **state) {
       o.even_split_taper_min = taper ? 32 : 0;
       o.reduce_fan_in = 3;
       o.skip_unary_reduce = true;
-      df_plan *p = NULL;
-      df_status st = df_schedule(prog, &o, &p);
-      if (st.code != DF_OK)
-        fprintf(stderr, "schedule: %s\n", st.message);
-      assert_int_equal(st.code, DF_OK);
+      df_plan *p = schedule_ok(prog, &o);
       df_pack_options po;
       memset(&po, 0, sizeof po);
       po.skip_fingerprint = true;
