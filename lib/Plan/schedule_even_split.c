@@ -40,7 +40,7 @@ static void batch(cutter *k) {
   /* the last batch: the rest in chunks of at least min, at most per of
      them, but never longer than the batch before (a taper under 50 %
      leaves more than a batch took) */
-  u128 n = rest / (k->min ? k->min : 1);
+  u128 n = rest / k->min; /* min >= 1: DF_EVEN_SPLIT_TAPER_MIN when unset */
   n = n < 1 ? 1 : n > k->per ? k->per : n;
   if (k->last && n * k->last < rest)
     n = (rest + k->last - 1) / k->last;
