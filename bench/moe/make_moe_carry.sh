@@ -42,7 +42,11 @@
 #    the plan's dynamic shared memory, so only plans with one task per CTA
 #    have room); MOE_PACKED=1: the handlers built with -DMOE_PACKED
 #    (weights in the fragment-packed layout, examples/moe/README.md) and
-#    VARIANT/weights_layout saying so, for moe_bench.py. Run the script
+#    VARIANT/weights_layout saying so, for moe_bench.py; MOE_BULK=KB (with
+#    MOE_PACKED=1): both GEMMs stream their weights through a KB KiB ring
+#    per warp filled by bulk copies (-DMOE_BULK=KB; both handlers declare
+#    df.workspace_bytes = 8 warps x (KB KiB + 128), so the plan's slots
+#    and the rings must fit the SM's shared memory together). Run the script
 #    several times into one DIR with distinct names.)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -62,11 +66,25 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
       -e "s/output_arity = 4 : i64/output_arity = $cs : i64/" \
       "$root/examples/moe/moe_fused.mlir" >"$tmp/moe$cs.mlir"
   stage=()
+  # Workspaces: the staged token ring (gate_up), then the bulk rings after
+  # it (both handlers: they find them at the same offset).
+  ws_gu=0
+  ws_dn=0
   if [ -n "${MOE_GU_STAGE:-}" ]; then
-    workspace_program "$tmp/moe$cs.mlir" moe_gate_up $((4096 * MOE_GU_STAGE)) >"$tmp/moews.mlir"
-    mv "$tmp/moews.mlir" "$tmp/moe$cs.mlir"
+    ws_gu=$((4096 * MOE_GU_STAGE))
     stage=(-DMOE_GU_STAGE="$MOE_GU_STAGE")
   fi
+  if [ -n "${MOE_BULK:-}" ]; then
+    [ "${MOE_PACKED:-0}" = 1 ] || { echo "make_moe_carry.sh: MOE_BULK needs MOE_PACKED=1" >&2; exit 1; }
+    ws_gu=$((ws_gu + 8 * (1024 * MOE_BULK + 128)))
+    ws_dn=$ws_gu
+    stage+=(-DMOE_BULK="$MOE_BULK")
+  fi
+  for hw in "moe_gate_up:$ws_gu" "moe_down:$ws_dn"; do
+    [ "${hw#*:}" = 0 ] && continue
+    workspace_program "$tmp/moe$cs.mlir" "${hw%%:*}" "${hw#*:}" >"$tmp/moews.mlir"
+    mv "$tmp/moews.mlir" "$tmp/moe$cs.mlir"
+  done
   # MOE_PACKED=1: the handlers read fragment-packed weights; moe_bench.py
   # binds packed copies for a variant whose weights_layout says so.
   if [ "${MOE_PACKED:-0}" = 1 ]; then

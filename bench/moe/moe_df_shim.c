@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "df/program.h"
+#include "df/rt_trace.h"
 #include "df/runtime.h"
 
 enum { MOE_MAX_SETS = 8, MOE_TENSORS = 7 };
@@ -155,6 +156,32 @@ int moe_df_run(moe_df *m, uint32_t set, uint32_t timeout_ms, char *err, size_t c
     return fail(s, err, cap);
   TRY(df_rt_executable_set_timeout(m->exe[set], 0));
   TRY(df_rt_stream_synchronize(m->dev, m->stream));
+  return 0;
+}
+
+/* One launch of set `set` (as moe_df_run, unwatched) with the device
+   runtime's trace (df/rt_trace.h; a kernel linked with the traced runtime,
+   bench/moe/make_moe_trace_carry.sh): zero df_rt_trace_buf, launch, wait,
+   copy its `bytes` bytes to `host`. */
+int moe_df_trace(moe_df *m, uint32_t set, void *host, size_t bytes, char *err, size_t cap) {
+  CUdeviceptr buf;
+  size_t size;
+  df_status s = df_rt_module_global(m->mod, DF_RT_TRACE_SYMBOL, &buf, &size);
+  if (s.code != DF_OK) {
+    snprintf(err, cap, "%s: %s (kernel not linked with the traced runtime?): %s",
+             DF_RT_TRACE_SYMBOL, df_code_name(s.code), s.message);
+    return 1;
+  }
+  if (size != bytes) {
+    snprintf(err, cap, "%s is %zu bytes, the caller expects %zu (df/rt_trace.h out of step?)",
+             DF_RT_TRACE_SYMBOL, size, bytes);
+    return 1;
+  }
+  /* ordered before the launch on the same stream */
+  TRY(df_rt_memset_d8(m->dev, m->stream, buf, 0, size));
+  if (moe_df_run(m, set, 0, err, cap))
+    return 1;
+  TRY(df_rt_memcpy_dtoh(m->dev, m->stream, host, buf, bytes));
   return 0;
 }
 

@@ -81,7 +81,7 @@ typedef uint32_t u32x4 __attribute__((vector_size(16)));
 #define LANES 1
 #define FOR_LANES(L, Li) for (uint32_t L = lane_, Li = 0, once_ = 1; once_; once_ = 0, (void)L, (void)Li)
 #define FOR_WARPS(ctx, w, nw)                                                                    \
-  for (uint32_t nw = df_ctx_threads(ctx) / 32, w = df_ctx_thread(ctx) / 32, once_ = 1;          \
+  for (uint32_t nw = df_ctx_threads(ctx) / 32, w = df_ctx_thread(ctx) / 32, once_ = 1;           \
        once_ && w < nw; once_ = 0)
 #define LANE_ID(ctx) (df_ctx_thread(ctx) & 31)
 #else
@@ -254,6 +254,230 @@ static inline uint32_t ntiles(uint32_t count) {
   return nt <= 1 ? 1 : nt <= 2 ? 2 : nt <= 4 ? 4 : 8;
 }
 
+/* Shared memory by its 32-bit shared-window address on the GPU (one
+   register, not a 64-bit generic pointer per access); a plain pointer on
+   the host. */
+#if defined(__NVPTX__)
+#define SHARED __attribute__((address_space(3)))
+typedef uint32_t sm_ptr;
+__attribute__((unused)) static inline sm_ptr sm_of(uint8_t *p) {
+  return (uint32_t)(uint64_t)(SHARED void *)p;
+}
+__attribute__((unused)) static inline u32x4 sm_read(sm_ptr p) {
+  uint32_t a_, b_, c_, d_;
+  __asm__ volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(a_), "=r"(b_), "=r"(c_), "=r"(d_)
+                   : "r"(p)
+                   : "memory");
+  return (u32x4){a_, b_, c_, d_};
+}
+#else
+typedef uint8_t *sm_ptr;
+__attribute__((unused)) static inline sm_ptr sm_of(uint8_t *p) { return p; }
+__attribute__((unused)) static inline u32x4 sm_read(sm_ptr p) {
+  u32x4 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+#endif
+
+/* -DMOE_BULK=KB (packed weights only): both GEMMs stream their weights
+   through a ring of KB KiB per warp in the handler workspace, filled by
+   bulk copies (cp.async.bulk, completion on an mbarrier per stage)
+   instead of 16-byte loads into registers. The bytes in flight then take
+   no registers and no LSU load slots, and a copy is a whole run of
+   packed blocks: chunk c of a warp's flat step sequence is CH k steps of
+   its MW m-tiles (MW copies of CH contiguous KB; CH divides the k steps,
+   so a chunk never crosses a group), held in stage c % NB, NB = the
+   stages that fit the ring. Lane 0 issues; every lane waits on the
+   stage's mbarrier before its chunk's first step, reads its fragments
+   (16 bytes at 16 L of each 512-byte half: conflict-free) into the
+   register ring DW steps ahead, and after the mma's of the chunk's last
+   step the warp syncs and lane 0 refills the stage with chunk c + NB.
+   Declare df.workspace_bytes = warps x BK_WARP_BYTES on both handlers
+   (bench/moe/make_moe_carry.sh MOE_BULK=KB); without that workspace the
+   same loops load the weights into registers (correct, shallow). */
+#ifdef MOE_BULK
+#ifndef MOE_PACKED
+#error "MOE_BULK copies packed weight blocks: build with -DMOE_PACKED"
+#endif
+#define BULK 1
+#define BK_RING_BYTES (MOE_BULK * 1024)
+#else
+#define BULK 0
+#define BK_RING_BYTES 16384
+#endif
+/* Staged builds keep their token ring at the workspace's start; the bulk
+   rings follow it. */
+#ifdef MOE_GU_STAGE
+#define BK_OFFSET (MOE_GU_STAGE * MOE_TT * 64)
+#else
+#define BK_OFFSET 0
+#endif
+/* The smallest n-tile count whose gate_up streams through the bulk ring
+   (fewer run the register ring: their token rows stay in L1, which the
+   rings' shared memory would take); down uses it with -DMOE_BULK_DOWN. */
+#ifndef MOE_BULK_MIN_NT
+#define MOE_BULK_MIN_NT 1
+#endif
+#ifdef MOE_BULK_DOWN
+#define DN_BULK_ON BULK
+#else
+#define DN_BULK_ON 0
+#endif
+/* Steps a ring loop unrolls: both rings' slots are constants in it. */
+#define RING_U(DW, DX) ((DW) > (DX) ? (DW) : (DX))
+#define BK_MAX_STAGES 16 /* mbarriers after each warp's ring */
+#define BK_WARP_BYTES (BK_RING_BYTES + 8 * BK_MAX_STAGES)
+#define BK_STAGES(MW, CH)                                                                        \
+  (BK_RING_BYTES / ((MW) * (CH) * 1024) < BK_MAX_STAGES ? BK_RING_BYTES / ((MW) * (CH) * 1024)   \
+                                                         : BK_MAX_STAGES)
+
+#if BULK
+#if defined(__NVPTX__)
+static inline void warp_sync(void) { __asm__ volatile("bar.warp.sync -1;" ::: "memory"); }
+static inline void bk_init(sm_ptr bar) {
+  __asm__ volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+}
+/* The inits visible to the copy engine's complete_tx. */
+static inline void bk_init_fence(void) {
+  __asm__ volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+static inline void bk_inval(sm_ptr bar) {
+  __asm__ volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+static inline void bk_expect(sm_ptr bar, uint32_t bytes) {
+  __asm__ volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                   : "memory");
+}
+static inline void bk_copy(sm_ptr dst, const uint16_t *src, uint32_t bytes, sm_ptr bar) {
+  __asm__ volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                   "%2, [%3];" ::"r"(dst),
+                   "l"(src), "r"(bytes), "r"(bar)
+                   : "memory");
+}
+static inline void bk_wait(sm_ptr bar, uint32_t parity) {
+  uint32_t done;
+  do
+    __asm__ volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+  while (!done);
+}
+#else
+/* The host copies at once: the ring's layout and indexing are the GPU's,
+   its synchronisation is not exercised. */
+static inline void warp_sync(void) {}
+static inline void bk_init(sm_ptr bar) { (void)bar; }
+static inline void bk_init_fence(void) {}
+static inline void bk_inval(sm_ptr bar) { (void)bar; }
+static inline void bk_expect(sm_ptr bar, uint32_t bytes) { (void)bar, (void)bytes; }
+static inline void bk_copy(sm_ptr dst, const uint16_t *src, uint32_t bytes, sm_ptr bar) {
+  (void)bar;
+  memcpy(dst, src, bytes);
+}
+static inline void bk_wait(sm_ptr bar, uint32_t parity) { (void)bar, (void)parity; }
+#endif
+
+/* A warp's weight stream: `w` the shard's packed blocks (block b of
+   m-tile m at k step k: b = m KSTEPS + k, 512 elements), `on` whether the
+   ring is there. */
+typedef struct bk_stream {
+  sm_ptr ring, bars;
+  const uint16_t *w;
+  uint32_t nchunks, groups, on, leader;
+} bk_stream;
+
+/* Chunk c -> its stage: MW copies of CH blocks (m-tiles g MW + q of group
+   g = w + nw (c CH / KSTEPS), the last group again past the last). */
+static inline __attribute__((always_inline)) void bk_issue(const bk_stream *b, uint32_t c,
+                                                          uint32_t ksteps, uint32_t mw,
+                                                          uint32_t ch, uint32_t nb, uint32_t w,
+                                                          uint32_t nw) {
+  if (!b->leader || c >= b->nchunks)
+    return;
+  uint32_t st = c % nb, s = c * ch, g = w + nw * (s / ksteps);
+  g = g < b->groups ? g : b->groups - 1;
+  sm_ptr bar = b->bars + 8 * st;
+  bk_expect(bar, mw * ch * 1024);
+  for (uint32_t q = 0; q < mw; q++)
+    bk_copy(b->ring + (st * mw + q) * ch * 1024,
+            b->w + ((uint64_t)(g * mw + q) * ksteps + s % ksteps) * 512, ch * 1024, bar);
+}
+
+/* The warp's stream over `nsteps` steps: the ring at `mem` (NULL: off),
+   the barriers initialised, the first NB chunks issued. */
+static inline __attribute__((always_inline)) bk_stream
+bk_open(uint8_t *mem, const uint16_t *w, uint32_t nsteps, uint32_t groups, uint32_t ksteps,
+        uint32_t mw, uint32_t ch, uint32_t nb, uint32_t warp, uint32_t nw, uint32_t leader) {
+  bk_stream b = {0, 0, w, nsteps / ch, groups, mem != 0 && BULK, leader};
+  if (!b.on)
+    return b;
+  b.ring = sm_of(mem);
+  b.bars = b.ring + BK_RING_BYTES;
+  if (leader)
+    for (uint32_t i = 0; i < nb; i++)
+      bk_init(b.bars + 8 * i);
+  bk_init_fence();
+  warp_sync();
+  for (uint32_t c = 0; c < nb; c++)
+    bk_issue(&b, c, ksteps, mw, ch, nb, warp, nw);
+  return b;
+}
+
+/* Every chunk was consumed (no copy in flight): the barriers are freed
+   for the workspace's next user. */
+static inline void bk_close(const bk_stream *b, uint32_t nb) {
+  if (!b->on)
+    return;
+  warp_sync();
+  if (b->leader)
+    for (uint32_t i = 0; i < nb; i++)
+      bk_inval(b->bars + 8 * i);
+}
+
+/* Before reading step s: its chunk's first step waits for the stage. */
+#define BK_WAIT_STEP(bk, s, CH, NB)                                                              \
+  do {                                                                                           \
+    if ((s) % (CH) == 0)                                                                         \
+      bk_wait((bk).bars + 8 * ((s) / (CH) % (NB)), (s) / (CH) / (NB) & 1u);                      \
+  } while (0)
+/* Lane L's 16 bytes of half h of m-tile q's block at step s. */
+#define BK_AT(bk, s, q, h, L, MW, CH, NB)                                                        \
+  ((bk).ring + ((((s) / (CH) % (NB)) * (MW) + (q)) * (CH) + (s) % (CH)) * 1024 + (h) * 512 +     \
+   16 * (L))
+/* Host: each virtual warp's ring on its own stack; GPU: warp w's part of
+   the workspace, when the kernel has one large enough. */
+#if defined(__NVPTX__)
+#define BK_MEM(ws, w) ((ws) ? (ws) + (w) * BK_WARP_BYTES : (uint8_t *)0)
+#define BK_HOST_RING
+#else
+#define BK_MEM(ws, w) ((ws) ? bk_host_ : (uint8_t *)0)
+#define BK_HOST_RING _Alignas(16) uint8_t bk_host_[BK_WARP_BYTES];
+#endif
+/* In a ring loop (names CH_, NB_, w, nw, lane_ in scope): open the
+   warp's stream `bk`; after the mma's of step s, a finished chunk's stage
+   takes chunk + NB; close. Builds without MOE_BULK compile none of it. */
+#define BK_OPEN(ws, wts, nsteps, groups, KSTEPS, MW)                                             \
+  BK_HOST_RING                                                                                   \
+  bk_stream bk =                                                                                 \
+      bk_open(BK_MEM(ws, w), wts, nsteps, groups, KSTEPS, MW, CH_, NB_, w, nw, lane_ == 0)
+#define BK_RELEASE(s, KSTEPS, MW)                                                                \
+  do {                                                                                           \
+    if (bk.on && ((s) + 1) % CH_ == 0) {                                                         \
+      warp_sync();                                                                               \
+      bk_issue(&bk, (s) / CH_ + NB_, KSTEPS, MW, CH_, NB_, w, nw);                               \
+    }                                                                                            \
+  } while (0)
+#define BK_CLOSE() bk_close(&bk, NB_)
+#else /* !BULK */
+#define BK_OPEN(ws, wts, nsteps, groups, KSTEPS, MW) (void)(ws)
+#define BK_RELEASE(s, KSTEPS, MW) ((void)0)
+#define BK_CLOSE() ((void)0)
+#endif
+
 /* Both GEMMs stream weights through a register ring. A warp walks one flat
    sequence of 32-wide k steps over all its m-tiles (m-tile w, w + nw, ...;
    KSTEPS steps each). Step s uses ring slot s % DW for the weights and
@@ -276,37 +500,51 @@ static inline uint32_t ntiles(uint32_t count) {
    NT x 2 mma's: with 8 n-tiles the token loads (through L1) would
    otherwise outnumber the weight loads 4 to 1. xoff: the element offset of
    each lane's token row per n-tile. */
-#define GATE_UP_RUN(NT, MW, DW, DX)                                                              \
-  _Static_assert(GU_KSTEPS % DW == 0 && DW % DX == 0, "ring depths must divide");              \
-  _Static_assert(GU_MTILES % MW == 0, "m-tile groups must divide the shard");                   \
-  static inline __attribute__((always_inline)) void gate_up_run_##NT(                          \
-      const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const uint32_t xoff[LANES][8], \
-      uint16_t *out, uint32_t w, uint32_t nw) {                                                  \
+#define GATE_UP_RUN(NT, MW, DW, DX, CH)                                                          \
+  GATE_UP_RUN_(NT, MW, DW, DX, CH, BULK && NT >= MOE_BULK_MIN_NT)
+#define GATE_UP_RUN_(NT, MW, DW, DX, CH, BK)                                                     \
+  _Static_assert(GU_KSTEPS % RING_U(DW, DX) == 0 && RING_U(DW, DX) % DW == 0 &&                  \
+                     RING_U(DW, DX) % DX == 0,                                                   \
+                 "ring depths must divide");                                                     \
+  _Static_assert(GU_MTILES % MW == 0, "m-tile groups must divide the shard");                    \
+  _Static_assert(!(BK) || (GU_KSTEPS % CH == 0 && BK_STAGES(MW, CH) >= 2 &&                      \
+                           DW <= (BK_STAGES(MW, CH) - 1) * CH),                                  \
+                 "bulk ring: chunks divide the k steps, 2+ stages, DW within the stages ahead"); \
+  static inline __attribute__((always_inline)) void gate_up_run_##NT(                            \
+      const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const uint32_t xoff[LANES][8],  \
+      uint16_t *out, uint8_t *ws, uint32_t w, uint32_t nw) {                                     \
+    enum { CH_ = CH, NB_ = BK_STAGES(MW, CH), U_ = RING_U(DW, DX) };                             \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     uint32_t nsteps = (GU_MTILES / MW - w + nw - 1) / nw * GU_KSTEPS;                            \
     u32x4 a[LANES][DW][MW][2], b[LANES][DX][NT];                                                 \
     float acc[LANES][MW][NT][4];                                                                 \
     FOR_LANES(L, Li)                                                                             \
-    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                     \
+    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
         UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
+    BK_OPEN((BK) ? ws : (uint8_t *)0, wgu, nsteps, GU_MTILES / MW, GU_KSTEPS, MW);               \
     UNROLL for (int u = 0; u < DW; u++) GU_LOAD_A(MW, u, u);                                     \
     UNROLL for (int u = 0; u < DX; u++) GU_LOAD_B(NT, u, u);                                     \
-    for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
-      UNROLL for (int u = 0; u < DW; u++) {                                                      \
+    for (uint32_t s0 = 0; s0 < nsteps; s0 += U_) {                                               \
+      UNROLL for (int u = 0; u < U_; u++) {                                                      \
         uint32_t s = s0 + u;                                                                     \
-        UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                 \
+        UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                  \
             UNROLL for (int half = 0; half < 2; half++)                                          \
-                warp_mma(acc[0][q][j], MW * NT * 4, a[0][u][q], DW * MW * 2,                     \
+                warp_mma(acc[0][q][j], MW * NT * 4, a[0][u % DW][q], DW * MW * 2,                \
                          &b[0][u % DX][j], DX * NT, half);                                       \
-        if (s + DW < nsteps)                                                                     \
-          GU_LOAD_A(MW, u, s + DW);                                                              \
+        if (!BULK && s + DW < nsteps)                                                            \
+          GU_LOAD_A(MW, u % DW, s + DW);                                                         \
         if (s + DX < nsteps)                                                                     \
           GU_LOAD_B(NT, u % DX, s + DX);                                                         \
-        if (u == DW - 1 && (s + 1) % GU_KSTEPS == 0)                                             \
+        /* bulk: the tokens are in flight before GU_LOAD_A waits */                              \
+        BK_RELEASE(s, GU_KSTEPS, MW);                                                            \
+        if (BULK && s + DW < nsteps)                                                             \
+          GU_LOAD_A(MW, u % DW, s + DW);                                                         \
+        if (u == U_ - 1 && (s + 1) % GU_KSTEPS == 0)                                             \
           GU_STORE_H(MW, NT);                                                                    \
       }                                                                                          \
     }                                                                                            \
+    BK_CLOSE();                                                                                  \
   }
 /* The last k step of group w + nw (s / GU_KSTEPS) is done: h = SiLU(gate)
    * up -> UpShard[m / 32][token][m % 32], accumulators cleared. */
@@ -315,7 +553,7 @@ static inline uint32_t ntiles(uint32_t count) {
     uint32_t mg_ = w + nw * (s / GU_KSTEPS);                                                     \
     FOR_LANES(L, Li) {                                                                           \
       uint32_t g = L >> 2, t = L & 3;                                                            \
-      UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                   \
+      UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                    \
           UNROLL for (int i = 0; i < 2; i++) {                                                   \
         uint32_t m = (mg_ * MW + q) * 8 + g, n = 8 * j + 2 * t + i;                              \
         float h = silu(acc[Li][q][j][i]) * acc[Li][q][j][i + 2];                                 \
@@ -325,8 +563,23 @@ static inline uint32_t ntiles(uint32_t count) {
     }                                                                                            \
   } while (0)
 /* Slot `slot` <- the weights of step `step`: gate row and up row of column
-   8 m + g of each m-tile m of the group, 8 k from 8 t. */
+   8 m + g of each m-tile m of the group, 8 k from 8 t (from the bulk ring
+   when it is on). */
+#if BULK
+#define GU_LOAD_A(MW, slot, step)                                                                \
+  do {                                                                                           \
+    if (bk.on) {                                                                                 \
+      uint32_t sb_ = (step);                                                                     \
+      BK_WAIT_STEP(bk, sb_, CH_, NB_);                                                           \
+      FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++)                                    \
+          UNROLL for (int h_ = 0; h_ < 2; h_++)                                                  \
+              a[Li][slot][q_][h_] = sm_read(BK_AT(bk, sb_, q_, h_, L, MW, CH_, NB_));            \
+    } else                                                                                       \
+      GU_LOAD_A_OF(MW, slot, step, w + nw * ((step) / GU_KSTEPS));                               \
+  } while (0)
+#else
 #define GU_LOAD_A(MW, slot, step) GU_LOAD_A_OF(MW, slot, step, w + nw * ((step) / GU_KSTEPS))
+#endif
 #define GU_LOAD_A_OF(MW, slot, step, group)                                                      \
   do {                                                                                           \
     uint32_t st_ = (step), mg_ = (group), k_ = (st_ % GU_KSTEPS) * 32;                           \
@@ -348,23 +601,45 @@ static inline uint32_t ntiles(uint32_t count) {
 /* m-tiles per group MW, ring depths DW (weight steps of MW KB per warp)
    and DX (token steps) under the register file of 256 threads per SM:
    fewer n-tiles leave more registers for weights in flight. */
+#if BULK
+/* Bulk builds: the register ring only reads DW steps ahead from shared
+   memory; CH k steps per chunk (MOE_GU_BULK: MW, DW, DX, CH for 1, 2, 4
+   and 8 n-tiles; the stages are what fits MOE_BULK KiB). */
+#ifndef MOE_GU_BULK
+#define MOE_GU_BULK 1, 2, 8, 2, 1, 2, 4, 2, 1, 2, 2, 2, 3, 1, 1, 1
+#endif
+#define GU_BULK_(m1, a1, b1, c1, m2, a2, b2, c2, m4, a4, b4, c4, m8, a8, b8, c8)                 \
+  GATE_UP_RUN(1, m1, a1, b1, c1)                                                                 \
+  GATE_UP_RUN(2, m2, a2, b2, c2) GATE_UP_RUN(4, m4, a4, b4, c4) GATE_UP_RUN(8, m8, a8, b8, c8)
+#define GU_BULK(...) GU_BULK_(__VA_ARGS__)
+GU_BULK(MOE_GU_BULK)
+#else
 #ifndef MOE_GU_RING /* MW, DW and DX for 1, 2, 4 and 8 n-tiles */
 #define MOE_GU_RING 1, 16, 8, 1, 16, 4, 1, 16, 2, 3, 2, 1
 #endif
 #define GU_RING_(m1, a1, b1, m2, a2, b2, m4, a4, b4, m8, a8, b8)                                 \
-  GATE_UP_RUN(1, m1, a1, b1)                                                                     \
-  GATE_UP_RUN(2, m2, a2, b2) GATE_UP_RUN(4, m4, a4, b4) GATE_UP_RUN(8, m8, a8, b8)
+  GATE_UP_RUN(1, m1, a1, b1, 1)                                                                  \
+  GATE_UP_RUN(2, m2, a2, b2, 1) GATE_UP_RUN(4, m4, a4, b4, 1) GATE_UP_RUN(8, m8, a8, b8, 1)
 #define GU_RING(...) GU_RING_(__VA_ARGS__)
 GU_RING(MOE_GU_RING)
+#endif
 /* Staged builds run 5-7 n-tiles staged; their fallback without a
    workspace takes the 8-n-tile code (rows past the count are not stored),
    so the register-ring variants are not compiled there: they would only
    add code (and ptxas spilled 40 bytes with both). */
 #if defined(MOE_NT6) && !defined(MOE_GU_STAGE)
+#if BULK
+#ifndef MOE_GU_BULK_FINE /* MW, DW, DX and CH for 5, 6 and 7 n-tiles */
+#define MOE_GU_BULK_FINE 3, 1, 1, 1
+#endif
+#define MOE_GU_RING_FINE MOE_GU_BULK_FINE
+#define GU_RING_FINE_(NT, ...) GATE_UP_RUN(NT, __VA_ARGS__)
+#else
 #ifndef MOE_GU_RING_FINE /* MW, DW and DX for 5, 6 and 7 n-tiles */
 #define MOE_GU_RING_FINE 3, 2, 1
 #endif
-#define GU_RING_FINE_(NT, ...) GATE_UP_RUN(NT, __VA_ARGS__)
+#define GU_RING_FINE_(NT, ...) GATE_UP_RUN(NT, __VA_ARGS__, 1)
+#endif
 GU_RING_FINE_(6, MOE_GU_RING_FINE)
 #ifdef MOE_NT_FINE
 GU_RING_FINE_(5, MOE_GU_RING_FINE)
@@ -402,40 +677,22 @@ _Static_assert(MOE_TT == 64, "a ring step holds 64 token rows");
 #define GS_BYTES (GS_STEPS * GS_STEP_BYTES)
 
 #if defined(__NVPTX__)
-#define SHARED __attribute__((address_space(3)))
-/* The ring by its 32-bit shared-window address: one register, not a
-   64-bit generic pointer per access. */
-typedef uint32_t gs_ring;
-static inline gs_ring gs_ring_of(uint8_t *p) { return (uint32_t)(uint64_t)(SHARED void *)p; }
-static inline void gs_copy(gs_ring dst, const uint16_t *src) {
+static inline void gs_copy(sm_ptr dst, const uint16_t *src) {
   __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
 }
 static inline void gs_commit(void) { __asm__ volatile("cp.async.commit_group;" ::: "memory"); }
 #define GS_WAIT(n) __asm__ volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
 #define GS_BARRIER(ctx) df_ctx_barrier(ctx)
-static inline u32x4 gs_read(gs_ring p) {
-  uint32_t a_, b_, c_, d_;
-  __asm__ volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(a_), "=r"(b_), "=r"(c_), "=r"(d_)
-                   : "r"(p)
-                   : "memory");
-  return (u32x4){a_, b_, c_, d_};
-}
 #else
 /* The host's virtual warp fills its own ring (every copy of a step, no
    waits, no barriers): the layout and indexing are the GPU's, the
    synchronisation is not exercised. */
-typedef uint8_t *gs_ring;
-static inline void gs_copy(gs_ring dst, const uint16_t *src) { memcpy(dst, src, 16); }
+static inline void gs_copy(sm_ptr dst, const uint16_t *src) { memcpy(dst, src, 16); }
 static inline void gs_commit(void) {}
 #define GS_WAIT(n) ((void)0)
 #define GS_BARRIER(ctx) ((void)0)
-static inline u32x4 gs_read(gs_ring p) {
-  u32x4 v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
 #endif
+typedef sm_ptr gs_ring;
 
 /* Copies of k step `step` (< nsteps) of the first `rows` token rows into
    its ring slot: copy ci (< 4 rows) is row ci / 4 at k 8 (ci % 4); rows
@@ -459,36 +716,62 @@ static inline __attribute__((always_inline)) void gs_issue(gs_ring ring, const u
 static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
   return mg < groups ? mg : groups - 1;
 }
+/* Slot `slot` <- the weights of step `step` of the staged walk (groups
+   clamped: a warp past the last group repeats it), from the bulk ring
+   when it is on. */
+#if BULK
+#define GU_LOAD_A_ST(MW, slot, step)                                                             \
+  do {                                                                                           \
+    uint32_t sb_ = (step);                                                                       \
+    if (bk.on) {                                                                                 \
+      BK_WAIT_STEP(bk, sb_, CH_, NB_);                                                           \
+      FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++)                                    \
+          UNROLL for (int h_ = 0; h_ < 2; h_++)                                                  \
+              a[Li][slot][q_][h_] = sm_read(BK_AT(bk, sb_, q_, h_, L, MW, CH_, NB_));            \
+    } else                                                                                       \
+      GU_LOAD_A_OF(MW, slot, sb_, gu_clamp(w + nw * (sb_ / GU_KSTEPS), groups));                 \
+  } while (0)
+#define GU_LOAD_A_ST0(MW, u) GU_LOAD_A_ST(MW, u, u)
+#else
+#define GU_LOAD_A_ST(MW, slot, step)                                                             \
+  GU_LOAD_A_OF(MW, slot, step, gu_clamp(w + nw * ((step) / GU_KSTEPS), groups))
+#define GU_LOAD_A_ST0(MW, u) GU_LOAD_A_OF(MW, u, u, gu_clamp(w, groups)) /* steps < KSTEPS */
+#endif
 
-#define GATE_UP_STAGED(NT, MW, DW)                                                                \
-  _Static_assert(GU_KSTEPS % DW == 0, "ring depth must divide the k steps");                    \
-  _Static_assert(GU_MTILES % MW == 0, "m-tile groups must divide the shard");                   \
-  static inline __attribute__((always_inline)) void gate_up_staged_##NT(                       \
+#define GATE_UP_STAGED(NT, MW, DW, CH)                                                           \
+  _Static_assert(GU_KSTEPS % DW == 0, "ring depth must divide the k steps");                     \
+  _Static_assert(GU_MTILES % MW == 0, "m-tile groups must divide the shard");                    \
+  _Static_assert(!BULK || (GU_KSTEPS % CH == 0 && BK_STAGES(MW, CH) >= 2 &&                      \
+                           DW <= (BK_STAGES(MW, CH) - 1) * CH),                                  \
+                 "bulk ring: chunks divide the k steps, 2+ stages, DW within the stages ahead"); \
+  static inline __attribute__((always_inline)) void gate_up_staged_##NT(                         \
       const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const int32_t *tokens,          \
-      uint32_t count, gs_ring ring, uint16_t *out, uint32_t w, uint32_t nw, uint32_t first,     \
-      uint32_t stride) {                                                                         \
+      uint32_t count, gs_ring ring, uint16_t *out, uint8_t *ws, uint32_t w, uint32_t nw,         \
+      uint32_t first, uint32_t stride) {                                                         \
+    enum { CH_ = CH, NB_ = BK_STAGES(MW, CH) };                                                  \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     const uint32_t groups = GU_MTILES / MW;                                                      \
     uint32_t nsteps = (groups + nw - 1) / nw * GU_KSTEPS;                                        \
     u32x4 a[LANES][DW][MW][2];                                                                   \
-    float acc[LANES][MW][NT][4];                                                                  \
+    float acc[LANES][MW][NT][4];                                                                 \
     FOR_LANES(L, Li)                                                                             \
-    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                     \
+    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
         UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
     for (uint32_t c = 0; c + 1 < GS_CHUNKS; c++) {                                               \
       UNROLL for (int u = 0; u < GS_KC; u++)                                                     \
           gs_issue(ring, x, tokens, count, 8 * NT, c * GS_KC + u, nsteps, first, stride);        \
       gs_commit();                                                                               \
     }                                                                                            \
+    BK_OPEN(ws, wgu, nsteps, groups, GU_KSTEPS, MW);                                             \
     /* without a group in the last pass: the last group again, not stored */                     \
-    UNROLL for (int u = 0; u < DW; u++) GU_LOAD_A_OF(MW, u, u, gu_clamp(w, groups));             \
+    UNROLL for (int u = 0; u < DW; u++) GU_LOAD_A_ST0(MW, u);                                    \
     for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
       UNROLL for (int u = 0; u < DW; u++) {                                                      \
         uint32_t s = s0 + u, mg = w + nw * (s / GU_KSTEPS);                                      \
         if (s % GS_KC == 0) {                                                                    \
-          /* this thread's copies of the chunk landed; the barrier makes all                  \
-             of them visible and frees the slots every warp has passed */                       \
+          /* this thread's copies of the chunk landed; the barrier makes all                     \
+             of them visible and frees the slots every warp has passed */                        \
           GS_WAIT(GS_CHUNKS - 2);                                                                \
           GS_BARRIER(ctx);                                                                       \
           UNROLL for (int v = 0; v < GS_KC; v++)                                                 \
@@ -500,23 +783,33 @@ static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
         UNROLL for (int j = 0; j < NT; j++) {                                                    \
           /* one n-tile's token fragment at a time: 4 registers live, not 32 */                  \
           u32x4 b[LANES];                                                                        \
-          FOR_LANES(L, Li) b[Li] = gs_read(st_ + ((8 * j + (L >> 2)) * 4 + (L & 3)) * 16);       \
+          FOR_LANES(L, Li) b[Li] = sm_read(st_ + ((8 * j + (L >> 2)) * 4 + (L & 3)) * 16);       \
           UNROLL for (int q = 0; q < MW; q++) UNROLL for (int half = 0; half < 2; half++)        \
-              warp_mma(acc[0][q][j], MW * NT * 4, a[0][u][q], DW * MW * 2, &b[0], 1, half);       \
+              warp_mma(acc[0][q][j], MW * NT * 4, a[0][u][q], DW * MW * 2, &b[0], 1, half);      \
         }                                                                                        \
+        BK_RELEASE(s, GU_KSTEPS, MW);                                                            \
         if (s + DW < nsteps)                                                                     \
-          GU_LOAD_A_OF(MW, u, s + DW, gu_clamp(w + nw * ((s + DW) / GU_KSTEPS), groups));        \
+          GU_LOAD_A_ST(MW, u, s + DW);                                                           \
         if (u == DW - 1 && (s + 1) % GU_KSTEPS == 0 && mg < groups)                              \
           GU_STORE_H(MW, NT);                                                                    \
       }                                                                                          \
     }                                                                                            \
+    BK_CLOSE();                                                                                  \
     GS_WAIT(0);                                                                                  \
-    GS_BARRIER(ctx); /* the workspace is free for the next handler */                           \
+    GS_BARRIER(ctx); /* the workspace is free for the next handler */                            \
   }
+#if BULK
+#ifndef MOE_GU_STAGED_BULK /* MW, DW and CH of the staged gate_up from the bulk ring */
+#define MOE_GU_STAGED_BULK 2, 1, 1
+#endif
+#define GU_STAGED_(NT, ...) GATE_UP_STAGED(NT, __VA_ARGS__)
+#define MOE_GU_STAGED_RING MOE_GU_STAGED_BULK
+#else
 #ifndef MOE_GU_STAGED_RING /* MW and DW of the staged gate_up at 8 n-tiles (and 6) */
 #define MOE_GU_STAGED_RING 2, 4
 #endif
-#define GU_STAGED_(NT, ...) GATE_UP_STAGED(NT, __VA_ARGS__)
+#define GU_STAGED_(NT, ...) GATE_UP_STAGED(NT, __VA_ARGS__, 1)
+#endif
 GU_STAGED_(8, MOE_GU_STAGED_RING)
 #ifdef MOE_NT6
 GU_STAGED_(6, MOE_GU_STAGED_RING)
@@ -525,7 +818,76 @@ GU_STAGED_(6, MOE_GU_STAGED_RING)
 GU_STAGED_(5, MOE_GU_STAGED_RING)
 GU_STAGED_(7, MOE_GU_STAGED_RING)
 #endif
+/* The smallest n-tile count that runs staged (default 5: fewer rows stay
+   in L1 next to the slots; a build whose rings take that L1 stages more). */
+#ifndef MOE_GU_STAGE_MIN_NT
+#define MOE_GU_STAGE_MIN_NT 5
 #endif
+#if MOE_GU_STAGE_MIN_NT <= 1
+GU_STAGED_(1, MOE_GU_STAGED_RING)
+#endif
+#if MOE_GU_STAGE_MIN_NT <= 2
+GU_STAGED_(2, MOE_GU_STAGED_RING)
+#endif
+#if MOE_GU_STAGE_MIN_NT <= 4
+GU_STAGED_(4, MOE_GU_STAGED_RING)
+#endif
+#define GU_STAGED_CALL(NT)                                                                       \
+  gate_up_staged_##NT(ctx, wgu, x, tokens, count, ring, out, ws, w, nw, first, stride)
+static inline __attribute__((always_inline)) void
+gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x,
+               const int32_t *tokens, uint32_t count, gs_ring ring, uint16_t *out, uint8_t *ws,
+               uint32_t w, uint32_t nw, uint32_t first, uint32_t stride) {
+#if MOE_GU_STAGE_MIN_NT <= 1
+  if (nt == 1) {
+    GU_STAGED_CALL(1);
+    return;
+  }
+#endif
+#if MOE_GU_STAGE_MIN_NT <= 2
+  if (nt == 2) {
+    GU_STAGED_CALL(2);
+    return;
+  }
+#endif
+#if MOE_GU_STAGE_MIN_NT <= 4
+  if (nt == 4) {
+    GU_STAGED_CALL(4);
+    return;
+  }
+#endif
+#ifdef MOE_NT_FINE
+  switch (nt) {
+  case 5: GU_STAGED_CALL(5); break;
+  case 6: GU_STAGED_CALL(6); break;
+  case 7: GU_STAGED_CALL(7); break;
+  default: GU_STAGED_CALL(8); break;
+  }
+#elif defined(MOE_NT6)
+  if (nt == 6)
+    GU_STAGED_CALL(6);
+  else
+    GU_STAGED_CALL(8);
+#else
+  (void)nt;
+  GU_STAGED_CALL(8);
+#endif
+}
+#endif
+
+/* The workspace when it holds every warp's bulk ring, else NULL (the
+   weights then load into registers; the host rings are on its stack). */
+static inline uint8_t *bk_workspace(const df_ctx *ctx) {
+#if defined(__NVPTX__)
+  uint32_t need = BK_OFFSET + df_ctx_threads(ctx) / 32 * BK_WARP_BYTES;
+  if (!BULK || df_ctx_workspace_bytes(ctx) < need)
+    return (uint8_t *)0;
+  return (uint8_t *)df_ctx_workspace(ctx) + BK_OFFSET;
+#else
+  (void)ctx;
+  return BULK ? (uint8_t *)1 : (uint8_t *)0; /* on: BK_MEM takes the stack ring */
+#endif
+}
 
 void moe_gate_up(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
@@ -541,39 +903,23 @@ void moe_gate_up(const df_ctx *ctx) {
   uint32_t nt = ntiles(tk.count), lane_ = LANE_ID(ctx);
   (void)lane_;
 #ifdef MOE_GU_STAGE
-#ifdef MOE_NT_FINE
-#define GU_STAGED_SWITCH(nt, args)                                                               \
-  switch (nt) {                                                                                  \
-  case 5: gate_up_staged_5 args; break;                                                          \
-  case 6: gate_up_staged_6 args; break;                                                          \
-  case 7: gate_up_staged_7 args; break;                                                          \
-  default: gate_up_staged_8 args; break;                                                         \
-  }
-#elif defined(MOE_NT6)
-#define GU_STAGED_SWITCH(nt, args)                                                               \
-  if (nt == 6)                                                                                   \
-    gate_up_staged_6 args;                                                                       \
-  else                                                                                           \
-    gate_up_staged_8 args
-#else
-#define GU_STAGED_SWITCH(nt, args) gate_up_staged_8 args
-#endif
   /* Staged only with the workspace to hold the ring; without it (a
      program that does not declare it) the register-ring path. */
 #if defined(__NVPTX__)
   uint8_t *ring = df_ctx_workspace(ctx);
   const uint32_t first = df_ctx_thread(ctx), stride = df_ctx_threads(ctx);
-  if (nt >= 5 && ring && df_ctx_workspace_bytes(ctx) >= GS_BYTES) {
+  if (nt >= MOE_GU_STAGE_MIN_NT && ring && df_ctx_workspace_bytes(ctx) >= GS_BYTES) {
     FOR_WARPS(ctx, w, nw)
-    GU_STAGED_SWITCH(nt, (ctx, wgu, x, tokens, tk.count, gs_ring_of(ring), out, w, nw, first,
-                          stride));
+    gate_up_staged(nt, ctx, wgu, x, tokens, tk.count, sm_of(ring), out, bk_workspace(ctx), w, nw,
+                   first, stride);
     return;
   }
 #else
-  if (nt >= 5) {
+  if (nt >= MOE_GU_STAGE_MIN_NT) {
     FOR_WARPS(ctx, w, nw) {
       uint8_t ring[GS_BYTES] __attribute__((aligned(16)));
-      GU_STAGED_SWITCH(nt, (ctx, wgu, x, tokens, tk.count, ring, out, w, nw, 0, 1));
+      gate_up_staged(nt, ctx, wgu, x, tokens, tk.count, ring, out, bk_workspace(ctx), w, nw, 0,
+                     1);
     }
     return;
   }
@@ -587,19 +933,20 @@ void moe_gate_up(const df_ctx *ctx) {
     uint32_t i = 8 * j + (L >> 2);
     xoff[Li][j] = (uint32_t)tokens[i < tk.count ? i : tk.count - 1] * MOE_HIDDEN;
   }
+  uint8_t *ws = bk_workspace(ctx);
   FOR_WARPS(ctx, w, nw)
   switch (nt) {
-  case 1: gate_up_run_1(ctx, wgu, x, xoff, out, w, nw); break;
-  case 2: gate_up_run_2(ctx, wgu, x, xoff, out, w, nw); break;
-  case 4: gate_up_run_4(ctx, wgu, x, xoff, out, w, nw); break;
+  case 1: gate_up_run_1(ctx, wgu, x, xoff, out, ws, w, nw); break;
+  case 2: gate_up_run_2(ctx, wgu, x, xoff, out, ws, w, nw); break;
+  case 4: gate_up_run_4(ctx, wgu, x, xoff, out, ws, w, nw); break;
 #if defined(MOE_NT6) && !defined(MOE_GU_STAGE)
-  case 6: gate_up_run_6(ctx, wgu, x, xoff, out, w, nw); break;
+  case 6: gate_up_run_6(ctx, wgu, x, xoff, out, ws, w, nw); break;
 #endif
 #if defined(MOE_NT_FINE) && !defined(MOE_GU_STAGE)
-  case 5: gate_up_run_5(ctx, wgu, x, xoff, out, w, nw); break;
-  case 7: gate_up_run_7(ctx, wgu, x, xoff, out, w, nw); break;
+  case 5: gate_up_run_5(ctx, wgu, x, xoff, out, ws, w, nw); break;
+  case 7: gate_up_run_7(ctx, wgu, x, xoff, out, ws, w, nw); break;
 #endif
-  default: gate_up_run_8(ctx, wgu, x, xoff, out, w, nw); break;
+  default: gate_up_run_8(ctx, wgu, x, xoff, out, ws, w, nw); break;
   }
 }
 
@@ -642,11 +989,17 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
 
 /* down: an m-tile is 16 output columns of this rank's shard (rows of Wd),
    k the 768 intermediate columns gathered from the MOE_CS ranks. */
-#define DOWN_RUN(NT, DW, DX)                                                                     \
-  _Static_assert(DN_KSTEPS % DW == 0 && (DX == 0 || DW % DX == 0), "ring depths must divide"); \
-  static inline __attribute__((always_inline)) void down_run_##NT(                             \
+#define DOWN_RUN(NT, DW, DX, CH)                                                                 \
+  _Static_assert(DN_KSTEPS % RING_U(DW, DX) == 0 && RING_U(DW, DX) % DW == 0 &&                  \
+                     (DX == 0 || RING_U(DW, DX) % (DX ? DX : 1) == 0),                           \
+                 "ring depths must divide");                                                     \
+  _Static_assert(!DN_BULK_ON || (DN_KSTEPS % CH == 0 && BK_STAGES(1, CH) >= 2 &&                 \
+                           DW <= (BK_STAGES(1, CH) - 1) * CH),                                   \
+                 "bulk ring: chunks divide the k steps, 2+ stages, DW within the stages ahead"); \
+  static inline __attribute__((always_inline)) void down_run_##NT(                               \
       const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
-      const out_rows *rows, uint32_t w, uint32_t nw) {                                           \
+      const out_rows *rows, uint8_t *ws, uint32_t w, uint32_t nw) {                              \
+    enum { CH_ = CH, NB_ = BK_STAGES(1, CH), U_ = RING_U(DW, DX) };                              \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     uint32_t nsteps = (DN_MTILES - w + nw - 1) / nw * DN_KSTEPS;                                 \
@@ -654,29 +1007,33 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
     float acc[LANES][NT][4];                                                                     \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) acc[Li][j][i] = 0.0f; \
+    BK_OPEN(DN_BULK_ON ? ws : (uint8_t *)0, wd, nsteps, DN_MTILES, DN_KSTEPS, 1);                \
     UNROLL for (int u = 0; u < DW; u++) DN_LOAD_A(u, u);                                         \
     UNROLL for (int u = 0; u < DX; u++) DN_LOAD_B(NT, u, u);                                     \
-    for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
-      UNROLL for (int u = 0; u < DW; u++) {                                                      \
+    for (uint32_t s0 = 0; s0 < nsteps; s0 += U_) {                                               \
+      UNROLL for (int u = 0; u < U_; u++) {                                                      \
         uint32_t s = s0 + u;                                                                     \
-        if (DX == 0) /* B read right before its mma's: no ring registers */                     \
+        if (DX == 0) /* B read right before its mma's: no ring registers */                      \
           DN_LOAD_B(NT, 0, s);                                                                   \
-        UNROLL for (int j = 0; j < NT; j++) UNROLL for (int half = 0; half < 2; half++)         \
-            warp_mma(acc[0][j], NT * 4, a[0][u], DW * 2, &b[0][DX ? u % DX : 0][j],              \
+        UNROLL for (int j = 0; j < NT; j++) UNROLL for (int half = 0; half < 2; half++)          \
+            warp_mma(acc[0][j], NT * 4, a[0][u % DW], DW * 2, &b[0][u % (DX ? DX : 1)][j],       \
                      (DX ? DX : 1) * NT, half);                                                  \
-        if (s + DW < nsteps)                                                                     \
-          DN_LOAD_A(u, s + DW);                                                                  \
+        if (!BULK && s + DW < nsteps)                                                            \
+          DN_LOAD_A(u % DW, s + DW);                                                             \
         if (DX && s + DX < nsteps)                                                               \
-          DN_LOAD_B(NT, DX ? u % DX : 0, s + DX);                                                \
-        if (u == DW - 1 && (s + 1) % DN_KSTEPS == 0) {                                           \
-          /* Output[token][col] += weight * y: two additions per element */                     \
+          DN_LOAD_B(NT, u % (DX ? DX : 1), s + DX);                                              \
+        BK_RELEASE(s, DN_KSTEPS, 1);                                                             \
+        if (BULK && s + DW < nsteps)                                                             \
+          DN_LOAD_A(u % DW, s + DW);                                                             \
+        if (u == U_ - 1 && (s + 1) % DN_KSTEPS == 0) {                                           \
+          /* Output[token][col] += weight * y: two additions per element */                      \
           uint32_t mt = w + nw * (s / DN_KSTEPS);                                                \
           FOR_LANES(L, Li) {                                                                     \
             uint32_t g = L >> 2, t = L & 3;                                                      \
-            UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {            \
+            UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {             \
               uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);              \
               if (n < rows->count)                                                               \
-                add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,              \
+                add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,               \
                            rows->weights[n] * acc[Li][j][i]);                                    \
               acc[Li][j][i] = 0.0f;                                                              \
             }                                                                                    \
@@ -684,41 +1041,75 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
         }                                                                                        \
       }                                                                                          \
     }                                                                                            \
+    BK_CLOSE();                                                                                  \
   }
-/* Slot `slot` <- Wd rows g and g + 8 of m-tile mt at k step `step`. */
-#define DN_LOAD_A(slot, step)                                                                    \
+/* Slot `slot` <- Wd rows g and g + 8 of m-tile mt at k step `step` (from
+   the bulk ring when it is on). */
+#define DN_LOAD_A_REG(slot, step)                                                                \
   do {                                                                                           \
-    uint32_t st_ = (step), mt_ = w + nw * (st_ / DN_KSTEPS), k_ = (st_ % DN_KSTEPS) * 32;       \
+    uint32_t st_ = (step), mt_ = w + nw * (st_ / DN_KSTEPS), k_ = (st_ % DN_KSTEPS) * 32;        \
     FOR_LANES(L, Li) {                                                                           \
       const uint16_t *p_ =                                                                       \
-          PACKED ? wd + ((uint64_t)mt_ * DN_KSTEPS + st_ % DN_KSTEPS) * 512 + 8 * L               \
+          PACKED ? wd + ((uint64_t)mt_ * DN_KSTEPS + st_ % DN_KSTEPS) * 512 + 8 * L              \
                  : wd + (uint64_t)(mt_ * 16 + (L >> 2)) * MOE_INTER + k_ + 8 * (L & 3);          \
       a[Li][slot][0] = ld_stream(p_);                                                            \
       a[Li][slot][1] = ld_stream(p_ + (PACKED ? 256 : 8 * MOE_INTER));                           \
     }                                                                                            \
   } while (0)
+#if BULK
+#define DN_LOAD_A(slot, step)                                                                    \
+  do {                                                                                           \
+    if (bk.on) {                                                                                 \
+      uint32_t sb_ = (step);                                                                     \
+      BK_WAIT_STEP(bk, sb_, CH_, NB_);                                                           \
+      FOR_LANES(L, Li) UNROLL for (int h_ = 0; h_ < 2; h_++)                                     \
+          a[Li][slot][h_] = sm_read(BK_AT(bk, sb_, 0, h_, L, 1, CH_, NB_));                      \
+    } else                                                                                       \
+      DN_LOAD_A_REG(slot, step);                                                                 \
+  } while (0)
+#else
+#define DN_LOAD_A(slot, step) DN_LOAD_A_REG(slot, step)
+#endif
 /* Slot `slot` <- the gathered h of step `step`: chunk kk % ICHUNKS of part
    kk / ICHUNKS, token-major inside the chunk (conflict-free 16-byte loads). */
 #define DN_LOAD_B(NT, slot, step)                                                                \
   do {                                                                                           \
     uint32_t kk_ = (step) % DN_KSTEPS;                                                           \
-    const uint16_t *part_ = part_of(parts, kk_ / ICHUNKS) + (kk_ % ICHUNKS) * MOE_TT * 32;        \
+    const uint16_t *part_ = part_of(parts, kk_ / ICHUNKS) + (kk_ % ICHUNKS) * MOE_TT * 32;       \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int j = 0; j < NT; j++)                                                          \
         b[Li][slot][j] = ld_slot(part_ + (8 * j + (L >> 2)) * 32 + 8 * (L & 3));                 \
   } while (0)
+#if DN_BULK_ON
+#ifndef MOE_DN_BULK /* DW, DX and CH for 1, 2, 4 and 8 n-tiles */
+#define MOE_DN_BULK 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2
+#endif
+#define DN_BULK_(a1, b1, c1, a2, b2, c2, a4, b4, c4, a8, b8, c8)                                 \
+  DOWN_RUN(1, a1, b1, c1) DOWN_RUN(2, a2, b2, c2) DOWN_RUN(4, a4, b4, c4) DOWN_RUN(8, a8, b8, c8)
+#define DN_BULK(...) DN_BULK_(__VA_ARGS__)
+DN_BULK(MOE_DN_BULK)
+#else
 #ifndef MOE_DN_RING /* DW and DX for 1, 2, 4 and 8 n-tiles */
 #define MOE_DN_RING 12, 4, 12, 4, 8, 2, 8, 2
 #endif
 #define DN_RING_(a1, b1, a2, b2, a4, b4, a8, b8)                                                 \
-  DOWN_RUN(1, a1, b1) DOWN_RUN(2, a2, b2) DOWN_RUN(4, a4, b4) DOWN_RUN(8, a8, b8)
+  DOWN_RUN(1, a1, b1, 1) DOWN_RUN(2, a2, b2, 1) DOWN_RUN(4, a4, b4, 1) DOWN_RUN(8, a8, b8, 1)
 #define DN_RING(...) DN_RING_(__VA_ARGS__)
 DN_RING(MOE_DN_RING)
+#endif
 #ifdef MOE_NT6
+#if DN_BULK_ON
+#ifndef MOE_DN_BULK_FINE /* DW, DX and CH for 5, 6 and 7 n-tiles */
+#define MOE_DN_BULK_FINE 2, 0, 2
+#endif
+#define MOE_DN_RING_FINE MOE_DN_BULK_FINE
+#define DN_RING_FINE_(NT, ...) DOWN_RUN(NT, __VA_ARGS__)
+#else
 #ifndef MOE_DN_RING_FINE /* DW and DX for 5, 6 and 7 n-tiles */
 #define MOE_DN_RING_FINE 8, 0
 #endif
-#define DN_RING_FINE_(NT, ...) DOWN_RUN(NT, __VA_ARGS__)
+#define DN_RING_FINE_(NT, ...) DOWN_RUN(NT, __VA_ARGS__, 1)
+#endif
 DN_RING_FINE_(6, MOE_DN_RING_FINE)
 #ifdef MOE_NT_FINE
 DN_RING_FINE_(5, MOE_DN_RING_FINE)
@@ -744,18 +1135,19 @@ void moe_down(const df_ctx *ctx) {
                    (const float *)df_ctx_tensor(ctx, T_WEIGHTS) + tk.start,
                    (float *)df_ctx_tensor(ctx, T_OUTPUT) + col0, tk.count};
   uint32_t nt = ntiles(tk.count);
+  uint8_t *ws = bk_workspace(ctx);
   FOR_WARPS(ctx, w, nw)
   switch (nt) {
-  case 1: down_run_1(ctx, wd, parts, &rows, w, nw); break;
-  case 2: down_run_2(ctx, wd, parts, &rows, w, nw); break;
-  case 4: down_run_4(ctx, wd, parts, &rows, w, nw); break;
+  case 1: down_run_1(ctx, wd, parts, &rows, ws, w, nw); break;
+  case 2: down_run_2(ctx, wd, parts, &rows, ws, w, nw); break;
+  case 4: down_run_4(ctx, wd, parts, &rows, ws, w, nw); break;
 #ifdef MOE_NT6
-  case 6: down_run_6(ctx, wd, parts, &rows, w, nw); break;
+  case 6: down_run_6(ctx, wd, parts, &rows, ws, w, nw); break;
 #endif
 #ifdef MOE_NT_FINE
-  case 5: down_run_5(ctx, wd, parts, &rows, w, nw); break;
-  case 7: down_run_7(ctx, wd, parts, &rows, w, nw); break;
+  case 5: down_run_5(ctx, wd, parts, &rows, ws, w, nw); break;
+  case 7: down_run_7(ctx, wd, parts, &rows, ws, w, nw); break;
 #endif
-  default: down_run_8(ctx, wd, parts, &rows, w, nw); break;
+  default: down_run_8(ctx, wd, parts, &rows, ws, w, nw); break;
   }
 }
