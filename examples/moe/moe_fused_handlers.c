@@ -238,12 +238,20 @@ static inline moe_task task_of(const df_ctx *ctx) {
 
 /* n-tiles for `count` tokens, rounded up to 1, 2, 4 or 8; with MOE_NT6
    also 6 (33-48 rows pay for 48, not 64: the 64-row GEMMs are bound by
-   the mma's, bench/moe run P), with MOE_NT_FINE each of 5 to 8. */
+   the mma's, bench/moe run P), with MOE_NT_FINE each of 5 to 8, with
+   MOE_NT3 also 3 (17-24 rows: bench/moe's small-tile c2 rows, run U). */
 #if defined(MOE_NT_FINE) && !defined(MOE_NT6)
 #define MOE_NT6 1
 #endif
+#if defined(MOE_NT3) && defined(MOE_BULK)
+#error "MOE_NT3 has no bulk-ring variant"
+#endif
 static inline uint32_t ntiles(uint32_t count) {
   uint32_t nt = (count + 7) / 8;
+#ifdef MOE_NT3
+  if (nt == 3)
+    return 3;
+#endif
 #ifdef MOE_NT_FINE
   if (nt >= 5)
     return nt;
@@ -478,6 +486,12 @@ static inline void bk_close(const bk_stream *b, uint32_t nb) {
 #define BK_CLOSE() ((void)0)
 #endif
 
+/* The smallest n-tile count a staged build (MOE_GU_STAGE) stages (default
+   5: fewer rows stay in L1 next to the slots). */
+#ifndef MOE_GU_STAGE_MIN_NT
+#define MOE_GU_STAGE_MIN_NT 5
+#endif
+
 /* Both GEMMs stream weights through a register ring. A warp walks one flat
    sequence of 32-wide k steps over all its m-tiles (m-tile w, w + nw, ...;
    KSTEPS steps each). Step s uses ring slot s % DW for the weights and
@@ -645,6 +659,17 @@ GU_RING_FINE_(6, MOE_GU_RING_FINE)
 GU_RING_FINE_(5, MOE_GU_RING_FINE)
 GU_RING_FINE_(7, MOE_GU_RING_FINE)
 #endif
+#endif
+/* 3 n-tiles on the register ring, unless a staged build stages them. */
+#if defined(MOE_NT3) && !(defined(MOE_GU_STAGE) && MOE_GU_STAGE_MIN_NT <= 3)
+#define GU_NT3_RING 1
+#ifndef MOE_GU_RING3 /* MW, DW and DX for 3 n-tiles */
+#define MOE_GU_RING3 1, 16, 2
+#endif
+#define GU_RING3_(...) GATE_UP_RUN(3, __VA_ARGS__, 1)
+GU_RING3_(MOE_GU_RING3)
+#else
+#define GU_NT3_RING 0
 #endif
 
 #ifdef MOE_GU_STAGE
@@ -818,16 +843,14 @@ GU_STAGED_(6, MOE_GU_STAGED_RING)
 GU_STAGED_(5, MOE_GU_STAGED_RING)
 GU_STAGED_(7, MOE_GU_STAGED_RING)
 #endif
-/* The smallest n-tile count that runs staged (default 5: fewer rows stay
-   in L1 next to the slots; a build whose rings take that L1 stages more). */
-#ifndef MOE_GU_STAGE_MIN_NT
-#define MOE_GU_STAGE_MIN_NT 5
-#endif
 #if MOE_GU_STAGE_MIN_NT <= 1
 GU_STAGED_(1, MOE_GU_STAGED_RING)
 #endif
 #if MOE_GU_STAGE_MIN_NT <= 2
 GU_STAGED_(2, MOE_GU_STAGED_RING)
+#endif
+#if defined(MOE_NT3) && MOE_GU_STAGE_MIN_NT <= 3
+GU_STAGED_(3, MOE_GU_STAGED_RING)
 #endif
 #if MOE_GU_STAGE_MIN_NT <= 4
 GU_STAGED_(4, MOE_GU_STAGED_RING)
@@ -847,6 +870,12 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
 #if MOE_GU_STAGE_MIN_NT <= 2
   if (nt == 2) {
     GU_STAGED_CALL(2);
+    return;
+  }
+#endif
+#if defined(MOE_NT3) && MOE_GU_STAGE_MIN_NT <= 3
+  if (nt == 3) {
+    GU_STAGED_CALL(3);
     return;
   }
 #endif
@@ -939,6 +968,9 @@ void moe_gate_up(const df_ctx *ctx) {
   case 1: gate_up_run_1(ctx, wgu, x, xoff, out, ws, w, nw); break;
   case 2: gate_up_run_2(ctx, wgu, x, xoff, out, ws, w, nw); break;
   case 4: gate_up_run_4(ctx, wgu, x, xoff, out, ws, w, nw); break;
+#if GU_NT3_RING
+  case 3: gate_up_run_3(ctx, wgu, x, xoff, out, ws, w, nw); break;
+#endif
 #if defined(MOE_NT6) && !defined(MOE_GU_STAGE)
   case 6: gate_up_run_6(ctx, wgu, x, xoff, out, ws, w, nw); break;
 #endif
@@ -1116,6 +1148,13 @@ DN_RING_FINE_(5, MOE_DN_RING_FINE)
 DN_RING_FINE_(7, MOE_DN_RING_FINE)
 #endif
 #endif
+#ifdef MOE_NT3
+#ifndef MOE_DN_RING3 /* DW and DX for 3 n-tiles */
+#define MOE_DN_RING3 8, 2
+#endif
+#define DN_RING3_(...) DOWN_RUN(3, __VA_ARGS__, 1)
+DN_RING3_(MOE_DN_RING3)
+#endif
 
 void moe_down(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
@@ -1141,6 +1180,9 @@ void moe_down(const df_ctx *ctx) {
   case 1: down_run_1(ctx, wd, parts, &rows, ws, w, nw); break;
   case 2: down_run_2(ctx, wd, parts, &rows, ws, w, nw); break;
   case 4: down_run_4(ctx, wd, parts, &rows, ws, w, nw); break;
+#ifdef MOE_NT3
+  case 3: down_run_3(ctx, wd, parts, &rows, ws, w, nw); break;
+#endif
 #ifdef MOE_NT6
   case 6: down_run_6(ctx, wd, parts, &rows, ws, w, nw); break;
 #endif

@@ -29,8 +29,8 @@ PRUNE='*.fuse.* *.spread.* *.loop.* u1x128k.even.fan4.* u1x128k.even264* u1x128k
 (cd build-bench-carry && for p in $PRUNE; do rm -f $p; done)
 bash bench/overhead/make_carry.sh build-overhead-carry
 
-# MoE: run P's rows (register layout) and run Q's fragment-packed rows
-# (bench/moe/README.md), side by side.
+# MoE: run P's rows (register layout), run Q's fragment-packed rows and
+# run U's 1024-token row (bench/moe/README.md), side by side.
 moe() { # NAME:SMS:CLUSTER TOKENS [VAR=VALUE...]
   local variant=$1 tokens=$2
   shift 2
@@ -45,6 +45,15 @@ moe c4x120n6pkr4:120:4 128 MOE_PACKED=1 "MOE_CFLAGS=-DMOE_NT6 -DMOE_GU_RING=1,4,
 moe c4x120n6pk:120:4 "256 512" MOE_PACKED=1 MOE_CFLAGS=-DMOE_NT6
 moe c4x120tdpk:120:4 512 MOE_PACKED=1 MOE_CFLAGS="$td"
 moe c2s6t48pk:132:2 1024 MOE_PACKED=1 MOE_TILE=48 MOE_GU_STAGE=8 MOE_CFLAGS=-DMOE_NT6
+# run U: clusters of 2 with small tiles (every task in one round on 66
+# clusters), the token rows staged from N n-tiles up, n-tile variants 3
+# and 5-8 each their own
+moe c2sft16pkm2:132:2 "128 256" MOE_PACKED=1 MOE_TILE=16 MOE_GU_STAGE=8 \
+  "MOE_CFLAGS=-DMOE_NT_FINE -DMOE_GU_STAGE_MIN_NT=2"
+moe c2s3t20pkm1:132:2 512 MOE_PACKED=1 MOE_TILE=20 MOE_GU_STAGE=8 \
+  "MOE_CFLAGS=-DMOE_NT_FINE -DMOE_NT3 -DMOE_GU_STAGE_MIN_NT=1"
+moe c2sft40pkm4:132:2 1024 MOE_PACKED=1 MOE_TILE=40 MOE_GU_STAGE=8 \
+  "MOE_CFLAGS=-DMOE_NT_FINE -DMOE_GU_STAGE_MIN_NT=4"
 
 scripts/gpu/make_fusion_carry.sh .gpu-fuse 1024
 scripts/gpu/make_ring_carry.sh .gpu-ring
