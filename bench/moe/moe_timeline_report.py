@@ -27,7 +27,7 @@ TILE = 64  # the handlers' MOE_TT: rows a task reads at most
 GATE_UP_BYTES = 2 * I * H * 2  # an expert's gate and up rows, bf16; a CTA reads 1/cluster
 DOWN_BYTES = H * I * 2
 WORDS = T.CTAS * T.INSTRS * T.POINTS * 2  # df_rt_trace_buf's u64 words
-NT_MODES = ("pow2", "nt6", "fine")
+NT_MODES = ("pow2", "nt6", "fine", "pow2+3", "nt6+3", "fine+3")
 
 
 def parse_dump(text):
@@ -59,10 +59,14 @@ def read_tasks(data):
 def ntiles(count, mode="pow2"):
     """The handlers' ntiles(): rows (at most TILE) in 8-row tiles, rounded
     up to 1, 2, 4 or 8; mode "nt6" (-DMOE_NT6) makes 5-6 tiles 6, "fine"
-    (-DMOE_NT_FINE) keeps 5 to 8 as they are."""
+    (-DMOE_NT_FINE) keeps 5 to 8 as they are; a "+3" mode (-DMOE_NT3)
+    keeps 3."""
     if mode not in NT_MODES:
         raise ValueError(f"n-tile mode {mode!r}, not one of {NT_MODES}")
     nt = (min(count, TILE) + 7) // 8
+    mode, _, three = mode.partition("+")
+    if three and nt == 3:
+        return 3
     if mode == "fine" and nt >= 5:
         return nt
     if mode == "nt6" and nt in (5, 6):
@@ -75,7 +79,8 @@ def nt_mode(variant, cflags=None):
     (make_moe_trace_carry.sh writes VARIANT/cflags.txt), else from the
     name (bench/moe/README.md: `n6`, `s6` were built with -DMOE_NT6)."""
     if cflags is not None:
-        return "fine" if "-DMOE_NT_FINE" in cflags else "nt6" if "-DMOE_NT6" in cflags else "pow2"
+        mode = "fine" if "-DMOE_NT_FINE" in cflags else "nt6" if "-DMOE_NT6" in cflags else "pow2"
+        return mode + "+3" if "-DMOE_NT3" in cflags else mode
     return "nt6" if "n6" in variant or "s6" in variant else "pow2"
 
 

@@ -117,6 +117,9 @@ def test_ntile_rules():
     assert M.nt_mode("c4x120n6") == "nt6" and M.nt_mode("c2s6t48") == "nt6"
     assert M.nt_mode("c4x120") == "pow2" and M.nt_mode("c4x120n6", "") == "pow2"
     assert M.nt_mode("x", "-DMOE_NT_FINE") == "fine" and M.nt_mode("x", "-O2 -DMOE_NT6") == "nt6"
+    assert M.nt_mode("x", "-DMOE_NT_FINE -DMOE_NT3") == "fine+3"
+    assert [M.ntiles(n, "fine+3") for n in (16, 17, 24, 25, 33)] == [2, 3, 3, 4, 5]
+    assert [M.ntiles(n, "pow2+3") for n in (24, 33)] == [3, 8]
     text = _report("nt6")
     assert "| 3 | 1 | 2/3/1, 7/40/6 |" in text
     assert "| 6 | 1 | 2 | 31.0/32.0 |" in text and "| 8 | 1 | 2 | 22.0/24.0 |" in text
