@@ -28,7 +28,8 @@
 #   (env: DF_BIN, MOE_SEED, MOE_TOKENS="128 256 512 1024",
 #    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER,
 #    MOE_TILE: most tokens per task (moe_fused_gen --tile, default 64 =
-#    the handlers' MOE_TT; smaller tiles make more, lighter tasks),
+#    the handlers' MOE_TT; smaller tiles make more, lighter tasks; auto:
+#    the smallest of 16-64 whose tasks fit one round on the clusters),
 #    MOE_KERNEL_OPTS: df-translate kernel options for the variant's kernel,
 #    e.g. --df-resolve=off (run M: c2 1.7-2.3 % faster without the
 #    cluster-receive resolution),

@@ -12,7 +12,11 @@
    p = k * clusters + c is cluster c's k-th task (the stage-graph
    scheduler puts task p on cluster p mod clusters); holes become empty
    tasks (count 0). A CTA keeps every task's slots, so --per-cluster bounds
-   the shared memory.
+   the shared memory. --tile auto takes the smallest of AUTO_TILES whose
+   tiles all fit one round on the clusters (64 when none does): small
+   tiles keep the GEMMs light and one round keeps every cluster busy once
+   (bench/moe/README.md, run U: the best measured tile at 128, 256, 512
+   and 1024 tokens on 66 clusters of 2 was 16, 16, 20 and 40).
 
    Files in DIR:
      tasks.bin    int32 [tasks][4]  expert, first row, count, 0
@@ -27,7 +31,7 @@
    and ref.npy float64 [T][H] = sum_k w_k * Wd[e_k] (SiLU(Wg x) * (Wu x))
    computed from the bf16-rounded values; with --packed the weight files
    hold the same values in the handlers' -DMOE_PACKED layout (pack_tiles).
-   usage: moe_fused_gen DIR --experts E --tokens T --clusters C [--tile 64]
+   usage: moe_fused_gen DIR --experts E --tokens T --clusters C [--tile 64|auto]
           [--per-cluster 2] [--zipf 1.0] [--seed 1] [--hidden 2048]
           [--inter 768] [--inputs [--packed]] */
 #include <math.h>
@@ -43,8 +47,13 @@ typedef struct gen_opts {
   uint32_t experts, tokens, clusters, tile, per_cluster, hidden, inter;
   double zipf;
   uint64_t seed;
-  int inputs, packed;
+  int inputs, packed, tile_auto;
 } gen_opts;
+
+/* --tile auto's candidates: whole n-tiles of the handlers (2, 3 with
+   MOE_NT3, 4, 5, 6, 8 of 8 rows; 20 rows: 3 n-tiles with fewer rows in the
+   largest tile than 24), at most the handlers' 64. */
+static const uint32_t AUTO_TILES[] = {16, 20, 24, 32, 40, 48, 64};
 
 static uint64_t splitmix(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -78,14 +87,14 @@ static int write_file(const gen_opts *o, const char *name, const void *data, siz
 static int usage(const char *why) {
   fprintf(stderr,
           "moe_fused_gen: %s\nusage: moe_fused_gen DIR --experts E --tokens T --clusters C "
-          "[--tile 64] [--per-cluster 2] [--zipf 1.0] [--seed 1] [--hidden 2048] [--inter 768] "
+          "[--tile 64|auto] [--per-cluster 2] [--zipf 1.0] [--seed 1] [--hidden 2048] [--inter 768] "
           "[--inputs [--packed]]\n",
           why);
   return 2;
 }
 
 static int parse(int argc, char **argv, gen_opts *o) {
-  *o = (gen_opts){NULL, 0, 0, 0, 64, 2, 2048, 768, 1.0, 1, 0, 0};
+  *o = (gen_opts){NULL, 0, 0, 0, 64, 2, 2048, 768, 1.0, 1, 0, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--inputs")) {
@@ -105,6 +114,10 @@ static int parse(int argc, char **argv, gen_opts *o) {
     if (i + 1 >= argc)
       return usage("an option lacks its value");
     const char *v = argv[++i];
+    if (!strcmp(a, "--tile") && !strcmp(v, "auto")) {
+      o->tile_auto = 1;
+      continue;
+    }
     char *end;
     double d = strtod(v, &end);
     if (*end || d < 0)
@@ -297,6 +310,19 @@ int main(int argc, char **argv) {
     }
 
   /* Tiles of balanced sizes. */
+  if (o.tile_auto) {
+    size_t n = sizeof AUTO_TILES / sizeof AUTO_TILES[0];
+    o.tile = AUTO_TILES[n - 1];
+    for (size_t i = 0; i < n; i++) {
+      uint32_t tiles = 0;
+      for (uint32_t e = 0; e < E; e++)
+        tiles += (count[e] + AUTO_TILES[i] - 1) / AUTO_TILES[i];
+      if (tiles <= C) {
+        o.tile = AUTO_TILES[i];
+        break;
+      }
+    }
+  }
   uint32_t ntask = 0, max_count = 0;
   for (uint32_t e = 0; e < E; e++) {
     ntask += (count[e] + o.tile - 1) / o.tile;
@@ -390,9 +416,10 @@ int main(int argc, char **argv) {
          (unsigned long long)o.seed);
   for (uint32_t e = 0; e < E; e++)
     printf(" %u", count[e]);
-  printf("\nmoe_fused_gen: max rows %u, %u tiles of <= %u, %u task positions on %u clusters "
+  printf("\nmoe_fused_gen: max rows %u, %u tiles of <= %u%s, %u task positions on %u clusters "
          "(%u rounds), max cluster cost %.2f\n",
-         max_count, ntask, o.tile, positions, C, rounds, max_load);
+         max_count, ntask, o.tile, o.tile_auto ? " (--tile auto)" : "", positions, C, rounds,
+         max_load);
   if (!rc && o.inputs)
     rc = inputs_and_reference(&o, topk, topw);
   free(topk), free(topw), free(count), free(first), free(rows), free(rw), free(fill);
