@@ -114,8 +114,10 @@ static int parse(int argc, char **argv, gen_opts *o) {
     if (i + 1 >= argc)
       return usage("an option lacks its value");
     const char *v = argv[++i];
-    if (!strcmp(a, "--tile") && !strcmp(v, "auto")) {
-      o->tile_auto = 1;
+    if (!strcmp(a, "--tile")) /* the last --tile wins, a number or auto */
+      o->tile_auto = !strcmp(v, "auto");
+    if (o->tile_auto && !strcmp(a, "--tile")) {
+      o->tile = 64; /* set per routing later */
       continue;
     }
     char *end;

@@ -33,8 +33,9 @@
    bytes of a row (8 consecutive k) and the k order inside a 32-wide step
    is permuted identically for A and B (logical k 2t..2t+1 / 2t+8..2t+9 of
    the two mma halves = physical 8t..8t+3 / 8t+4..8t+7), which a reduction
-   may do. The number of n-tiles is specialised (1, 2, 4 or 8) so that
-   lightly routed experts do not pay for 64 tokens. gate_up's m-tile pairs
+   may do. The number of n-tiles is specialised (1, 2, 4 or 8; more
+   variants by flag, see ntiles()) so that lightly routed experts do not
+   pay for 64 tokens. gate_up's m-tile pairs
    8 gate rows with the 8 up rows of the same columns; both GEMMs stream
    their weights through register rings (see "register ring" below). */
 #include "df/device.h"
@@ -309,6 +310,9 @@ __attribute__((unused)) static inline u32x4 sm_read(sm_ptr p) {
 #ifndef MOE_PACKED
 #error "MOE_BULK copies packed weight blocks: build with -DMOE_PACKED"
 #endif
+#if defined(MOE_GU_RING) || defined(MOE_GU_RING_FINE) || defined(MOE_GU_STAGED_RING)
+#error "MOE_BULK builds take their gate_up rings from MOE_GU_BULK, MOE_GU_BULK_FINE, MOE_GU_STAGED_BULK"
+#endif
 #define BULK 1
 #define BK_RING_BYTES (MOE_BULK * 1024)
 #else
@@ -324,7 +328,8 @@ __attribute__((unused)) static inline u32x4 sm_read(sm_ptr p) {
 #endif
 /* The smallest n-tile count whose gate_up streams through the bulk ring
    (fewer run the register ring: their token rows stay in L1, which the
-   rings' shared memory would take); down uses it with -DMOE_BULK_DOWN. */
+   rings' shared memory would take; the staged walk too); down uses the
+   ring at every n-tile count with -DMOE_BULK_DOWN. */
 #ifndef MOE_BULK_MIN_NT
 #define MOE_BULK_MIN_NT 1
 #endif
@@ -337,6 +342,9 @@ __attribute__((unused)) static inline u32x4 sm_read(sm_ptr p) {
 #define RING_U(DW, DX) ((DW) > (DX) ? (DW) : (DX))
 #define BK_MAX_STAGES 16 /* mbarriers after each warp's ring */
 #define BK_WARP_BYTES (BK_RING_BYTES + 8 * BK_MAX_STAGES)
+/* Stages of MW m-tiles x CH steps in the ring; BK_NB: at least 1 for the
+   index arithmetic of variants the static asserts let run without it. */
+#define BK_NB(MW, CH) (BK_STAGES(MW, CH) ? BK_STAGES(MW, CH) : 1)
 #define BK_STAGES(MW, CH)                                                                        \
   (BK_RING_BYTES / ((MW) * (CH) * 1024) < BK_MAX_STAGES ? BK_RING_BYTES / ((MW) * (CH) * 1024)   \
                                                          : BK_MAX_STAGES)
@@ -468,7 +476,11 @@ static inline void bk_close(const bk_stream *b, uint32_t nb) {
 /* In a ring loop (names CH_, NB_, w, nw, lane_ in scope): open the
    warp's stream `bk`; after the mma's of step s, a finished chunk's stage
    takes chunk + NB; close. Builds without MOE_BULK compile none of it. */
+/* A warp without steps (fewer groups than warps) leaves at once: its
+   first loads would wait for a chunk nobody issues. */
 #define BK_OPEN(ws, wts, nsteps, groups, KSTEPS, MW)                                             \
+  if (!(nsteps))                                                                                 \
+    return;                                                                                      \
   BK_HOST_RING                                                                                   \
   bk_stream bk =                                                                                 \
       bk_open(BK_MEM(ws, w), wts, nsteps, groups, KSTEPS, MW, CH_, NB_, w, nw, lane_ == 0)
@@ -527,7 +539,7 @@ static inline void bk_close(const bk_stream *b, uint32_t nb) {
   static inline __attribute__((always_inline)) void gate_up_run_##NT(                            \
       const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const uint32_t xoff[LANES][8],  \
       uint16_t *out, uint8_t *ws, uint32_t w, uint32_t nw) {                                     \
-    enum { CH_ = CH, NB_ = BK_STAGES(MW, CH), U_ = RING_U(DW, DX) };                             \
+    enum { CH_ = CH, NB_ = BK_NB(MW, CH), U_ = RING_U(DW, DX) };                                 \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     uint32_t nsteps = (GU_MTILES / MW - w + nw - 1) / nw * GU_KSTEPS;                            \
@@ -766,14 +778,15 @@ static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
 #define GATE_UP_STAGED(NT, MW, DW, CH)                                                           \
   _Static_assert(GU_KSTEPS % DW == 0, "ring depth must divide the k steps");                     \
   _Static_assert(GU_MTILES % MW == 0, "m-tile groups must divide the shard");                    \
-  _Static_assert(!BULK || (GU_KSTEPS % CH == 0 && BK_STAGES(MW, CH) >= 2 &&                      \
-                           DW <= (BK_STAGES(MW, CH) - 1) * CH),                                  \
+  _Static_assert(!(BULK && NT >= MOE_BULK_MIN_NT) ||                                             \
+                     (GU_KSTEPS % CH == 0 && BK_STAGES(MW, CH) >= 2 &&                           \
+                      DW <= (BK_STAGES(MW, CH) - 1) * CH),                                       \
                  "bulk ring: chunks divide the k steps, 2+ stages, DW within the stages ahead"); \
   static inline __attribute__((always_inline)) void gate_up_staged_##NT(                         \
       const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const int32_t *tokens,          \
       uint32_t count, gs_ring ring, uint16_t *out, uint8_t *ws, uint32_t w, uint32_t nw,         \
       uint32_t first, uint32_t stride) {                                                         \
-    enum { CH_ = CH, NB_ = BK_STAGES(MW, CH) };                                                  \
+    enum { CH_ = CH, NB_ = BK_NB(MW, CH) };                                                      \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     const uint32_t groups = GU_MTILES / MW;                                                      \
@@ -788,7 +801,8 @@ static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
           gs_issue(ring, x, tokens, count, 8 * NT, c * GS_KC + u, nsteps, first, stride);        \
       gs_commit();                                                                               \
     }                                                                                            \
-    BK_OPEN(ws, wgu, nsteps, groups, GU_KSTEPS, MW);                                             \
+    BK_OPEN(BULK && NT >= MOE_BULK_MIN_NT ? ws : (uint8_t *)0, wgu, nsteps, groups, GU_KSTEPS,   \
+            MW);                                                                                 \
     /* without a group in the last pass: the last group again, not stored */                     \
     UNROLL for (int u = 0; u < DW; u++) GU_LOAD_A_ST0(MW, u);                                    \
     for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
@@ -1031,7 +1045,7 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
   static inline __attribute__((always_inline)) void down_run_##NT(                               \
       const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
       const out_rows *rows, uint8_t *ws, uint32_t w, uint32_t nw) {                              \
-    enum { CH_ = CH, NB_ = BK_STAGES(1, CH), U_ = RING_U(DW, DX) };                              \
+    enum { CH_ = CH, NB_ = BK_NB(1, CH), U_ = RING_U(DW, DX) };                                  \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     uint32_t nsteps = (DN_MTILES - w + nw - 1) / nw * DN_KSTEPS;                                 \
