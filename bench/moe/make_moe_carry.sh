@@ -94,8 +94,8 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
   else
     rm -f "$vd/weights_layout"
   fi
-  # shellcheck disable=SC2086 # MOE_CFLAGS is a list of flags
   # -I: a MOE_HANDLERS copy outside the tree still finds moe_bulk_ring.h
+  # shellcheck disable=SC2086 # MOE_CFLAGS is a list of flags
   clang-22 "${cflags[@]}" ${MOE_CFLAGS:-} "${stage[@]}" -DMOE_CS="$cs" -I"$root/examples/moe" \
     "${MOE_HANDLERS:-$root/examples/moe/moe_fused_handlers.c}" -o "$tmp/moe$cs.bc"
   first=""
