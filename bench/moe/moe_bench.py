@@ -38,6 +38,7 @@ or ./moe-out). Exit status 1 when a df result is wrong or not deterministic.
 from __future__ import annotations
 
 import argparse
+import array
 import ctypes
 import os
 import statistics
@@ -114,6 +115,8 @@ class DfMoe:
         lib.moe_df_describe.argtypes = [c.c_void_p, c.c_uint32, c.c_char_p, c.c_size_t,
                                         c.c_char_p, c.c_size_t]
         lib.moe_df_close.argtypes = [c.c_void_p]
+        lib.moe_df_trace.argtypes = [c.c_void_p, c.c_uint32, c.c_void_p, c.c_size_t, c.c_char_p,
+                                     c.c_size_t]
         self.lib, self.device = lib, device
         self.err = ctypes.create_string_buffer(4096)
         self.h = ctypes.c_void_p()
@@ -150,6 +153,15 @@ class DfMoe:
                                          len(self.err)), "time")
         return [x * 1000.0 for x in ms]  # microseconds
 
+    def trace(self, s: int, words: int):
+        """Launch set s once with df_rt_trace_buf zeroed before (a kernel
+        linked with the traced runtime); its `words` u64 after."""
+        host = array.array("Q", bytes(words * 8))
+        buf = (ctypes.c_char * (words * 8)).from_buffer(host)
+        self._check(self.lib.moe_df_trace(self.h, s, ctypes.addressof(buf), len(buf), self.err,
+                                          len(self.err)), "trace")
+        return host
+
     def describe(self) -> str:
         buf = ctypes.create_string_buffer(512)
         self._check(self.lib.moe_df_describe(self.h, 0, buf, len(buf), self.err, len(self.err)),
@@ -160,6 +172,18 @@ class DfMoe:
         if self.h:
             self.lib.moe_df_close(self.h)
             self.h = ctypes.c_void_p()
+
+
+def moe_tensors(x, wgu, wd, r, out, tokens: int):
+    """The program's 7 tensors for DfMoe.bind: activations, gate/up and
+    down weights, the routing of load_routing, the fp32 output."""
+    return [(x.data_ptr(), "bfloat16", (tokens, H)),
+            (wgu.data_ptr(), "bfloat16", (E, 2, I, H)),
+            (r["tasks"].data_ptr(), "int32", (r["ntasks"], 4)),
+            (r["rows"].data_ptr(), "int32", (TOP_K * tokens,)),
+            (wd.data_ptr(), "bfloat16", (E, H, I)),
+            (r["rw"].data_ptr(), "float32", (TOP_K * tokens,)),
+            (out.data_ptr(), "float32", (tokens, H))]
 
 
 def load_routing(torch, d: Path, tokens: int):
@@ -220,6 +244,18 @@ def median_events(torch, fn, warmup: int, iters: int, sets: int) -> list[float]:
     return times
 
 
+def set_weights(torch, s: int):
+    """Rotation set s's gate/up and down weights (seeded; every tool that
+    replays a set makes the same values)."""
+    return (uniform(torch, (E, 2, I, H), SET_SEED + 10 * s + 1, H ** -0.5),
+            uniform(torch, (E, H, I), SET_SEED + 10 * s + 2, I ** -0.5))
+
+
+def set_tokens(torch, s: int, tokens: int):
+    """Rotation set s's activations at `tokens` tokens."""
+    return uniform(torch, (tokens, H), SET_SEED + 10 * s + 3 + tokens, 1.0)
+
+
 def copy_bandwidth(torch, warmup=5, iters=30) -> float:
     """bytes/s of a 1 GiB device-to-device copy, read + write counted."""
     n = 1 << 30
@@ -259,11 +295,7 @@ def main() -> int:
     lines.append(f"copy bandwidth (1 GiB D2D, read+write): {bw / 1e12:.2f} TB/s; all expert "
                  f"weights {WEIGHT_BYTES / 1e6:.1f} MB -> floor {floor_us:.1f} us")
 
-    weights = []
-    for s in range(a.sets):
-        wgu = uniform(torch, (E, 2, I, H), SET_SEED + 10 * s + 1, H ** -0.5)
-        wd = uniform(torch, (E, H, I), SET_SEED + 10 * s + 2, I ** -0.5)
-        weights.append((wgu, wd))
+    weights = [set_weights(torch, s) for s in range(a.sets)]
     packed_weights = []  # the same values packed, made for the first packed variant
 
     header = ("tokens", "variant", "tasks", "df us", "df kernel us", "grouped_mm us", "floor us",
@@ -304,7 +336,7 @@ def main() -> int:
         counts = torch.bincount(r["topk"].flatten().long(), minlength=E)
         offs = torch.cumsum(counts, 0).to(torch.int32)
         rows_l = r["rows"].long()
-        xs = [uniform(torch, (T, H), SET_SEED + 10 * s + 3 + T, 1.0) for s in range(a.sets)]
+        xs = [set_tokens(torch, s, T) for s in range(a.sets)]
         ref = reference(torch, xs[0], weights[0][0], weights[0][1], r["topk"], r["topw"])
         ref_max = ref.abs().max().item()
 
@@ -362,13 +394,7 @@ def main() -> int:
                     torch.cuda.synchronize()  # packed on torch's stream, read on libdfrt's
                 for s in range(a.sets):
                     wgu, wd = (packed_weights if packed else weights)[s]
-                    df.bind([(xs[s].data_ptr(), "bfloat16", (T, H)),
-                             (wgu.data_ptr(), "bfloat16", (E, 2, I, H)),
-                             (rv["tasks"].data_ptr(), "int32", (rv["ntasks"], 4)),
-                             (rv["rows"].data_ptr(), "int32", (TOP_K * T,)),
-                             (wd.data_ptr(), "bfloat16", (E, H, I)),
-                             (rv["rw"].data_ptr(), "float32", (TOP_K * T,)),
-                             (outs[s].data_ptr(), "float32", (T, H))])
+                    df.bind(moe_tensors(xs[s], wgu, wd, rv, outs[s], T))
                 if T == counts_t[0]:
                     say(f"df {name}: {df.describe()}")
                 df.run(0, a.timeout_ms)

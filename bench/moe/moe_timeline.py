@@ -13,8 +13,6 @@ usage: moe_timeline.py CARRY OUT VARIANT:TOKENS[,VARIANT:TOKENS...]
   (moe_df_trace). Writes OUT/trace-VARIANT-tN.bin (the raw trace words)
   and appends the report to OUT/moe_timeline.md and stdout."""
 import argparse
-import array
-import ctypes
 import sys
 from pathlib import Path
 
@@ -27,13 +25,7 @@ def traced_run(df, timeout_ms):
     """Three warm-ups, then the trace of one launch (set 0)."""
     for i in range(3):
         df.run(0, timeout_ms if i == 0 else 0)
-    c = ctypes
-    df.lib.moe_df_trace.argtypes = [c.c_void_p, c.c_uint32, c.c_void_p, c.c_size_t, c.c_char_p,
-                                    c.c_size_t]
-    host = array.array("Q", bytes(R.WORDS * 8))
-    buf = (c.c_char * (R.WORDS * 8)).from_buffer(host)
-    df._check(df.lib.moe_df_trace(df.h, 0, c.addressof(buf), len(buf), df.err, len(df.err)), "trace")
-    return host
+    return df.trace(0, R.WORDS)
 
 
 def main():
@@ -57,14 +49,13 @@ def main():
     shim = B.build(a.build_dir, a.out / "build.log")
 
     import torch  # noqa: PLC0415 (after the build, as moe_bench.py)
-    wgu = B.uniform(torch, (B.E, 2, B.I, B.H), B.SET_SEED + 1, B.H ** -0.5)
-    wd = B.uniform(torch, (B.E, B.H, B.I), B.SET_SEED + 2, B.I ** -0.5)
+    wgu, wd = B.set_weights(torch, 0)
     packed = None
     md = a.out / "moe_timeline.md"
     for variant, T in cases:
         v, d = a.carry / variant, a.carry / variant / f"t{T}"
         r = B.load_routing(torch, d, T)
-        x = B.uniform(torch, (T, B.H), B.SET_SEED + 3 + T, 1.0)
+        x = B.set_tokens(torch, 0, T)
         out = torch.zeros(T, B.H, device="cuda", dtype=torch.float32)
         layout = v / "weights_layout"
         w = (wgu, wd)
@@ -74,13 +65,7 @@ def main():
         torch.cuda.synchronize()  # made on torch's stream, read on libdfrt's
         df = B.DfMoe(shim, v / "moe.ptx", d / "plan.dfplan", a.block_dim)
         try:
-            df.bind([(x.data_ptr(), "bfloat16", (T, B.H)),
-                     (w[0].data_ptr(), "bfloat16", (B.E, 2, B.I, B.H)),
-                     (r["tasks"].data_ptr(), "int32", (r["ntasks"], 4)),
-                     (r["rows"].data_ptr(), "int32", (B.TOP_K * T,)),
-                     (w[1].data_ptr(), "bfloat16", (B.E, B.H, B.I)),
-                     (r["rw"].data_ptr(), "float32", (B.TOP_K * T,)),
-                     (out.data_ptr(), "float32", (T, B.H))])
+            df.bind(B.moe_tensors(x, w[0], w[1], r, out, T))
             trace = traced_run(df, a.timeout_ms)
         finally:
             if not df.hung():

@@ -77,6 +77,8 @@ __attribute__((unused)) static inline u32x4 sm_read(sm_ptr p) {
 #ifndef MOE_BULK_MIN_NT
 #define MOE_BULK_MIN_NT 1
 #endif
+/* Whether gate_up's NT-n-tile variants use the ring. */
+#define BK_FOR(NT) (BULK && (NT) >= MOE_BULK_MIN_NT)
 #ifdef MOE_BULK_DOWN
 #define DN_BULK_ON BULK
 #else
@@ -208,6 +210,15 @@ static inline void bk_close(const bk_stream *b, uint32_t nb) {
 #define BK_AT(bk, s, q, h, L, MW, CH, NB)                                                        \
   ((bk).ring + ((((s) / (CH) % (NB)) * (MW) + (q)) * (CH) + (s) % (CH)) * 1024 + (h) * 512 +     \
    16 * (L))
+/* In a ring loop: every lane's fragments of step sb (after its chunk's
+   wait) into LV, an lvalue of Li, q_ (m-tile of MW) and h_ (half). */
+#define BK_READ_STEP(sb, MW, LV)                                                                 \
+  do {                                                                                           \
+    BK_WAIT_STEP(bk, sb, CH_, NB_);                                                              \
+    FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < (MW); q_++)                                    \
+        UNROLL for (int h_ = 0; h_ < 2; h_++)                                                    \
+            LV = sm_read(BK_AT(bk, sb, q_, h_, L, MW, CH_, NB_));                                \
+  } while (0)
 /* Host: each virtual warp's ring on its own stack; GPU: warp w's part of
    the workspace, when the kernel has one large enough. */
 #if defined(__NVPTX__)

@@ -294,7 +294,7 @@ static inline uint32_t ntiles(uint32_t count) {
    otherwise outnumber the weight loads 4 to 1. xoff: the element offset of
    each lane's token row per n-tile. */
 #define GATE_UP_RUN(NT, MW, DW, DX, CH)                                                          \
-  GATE_UP_RUN_(NT, MW, DW, DX, CH, BULK && NT >= MOE_BULK_MIN_NT)
+  GATE_UP_RUN_(NT, MW, DW, DX, CH, BK_FOR(NT))
 #define GATE_UP_RUN_(NT, MW, DW, DX, CH, BK)                                                     \
   _Static_assert(GU_KSTEPS % RING_U(DW, DX) == 0 && RING_U(DW, DX) % DW == 0 &&                  \
                      RING_U(DW, DX) % DX == 0,                                                   \
@@ -363,10 +363,7 @@ static inline uint32_t ntiles(uint32_t count) {
   do {                                                                                           \
     if (bk.on) {                                                                                 \
       uint32_t sb_ = (step);                                                                     \
-      BK_WAIT_STEP(bk, sb_, CH_, NB_);                                                           \
-      FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++)                                    \
-          UNROLL for (int h_ = 0; h_ < 2; h_++)                                                  \
-              a[Li][slot][q_][h_] = sm_read(BK_AT(bk, sb_, q_, h_, L, MW, CH_, NB_));            \
+      BK_READ_STEP(sb_, MW, a[Li][slot][q_][h_]);                                                \
     } else                                                                                       \
       GU_LOAD_A_OF(MW, slot, step, w + nw * ((step) / GU_KSTEPS));                               \
   } while (0)
@@ -527,12 +524,9 @@ static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
 #define GU_LOAD_A_ST(MW, slot, step)                                                             \
   do {                                                                                           \
     uint32_t sb_ = (step);                                                                       \
-    if (bk.on) {                                                                                 \
-      BK_WAIT_STEP(bk, sb_, CH_, NB_);                                                           \
-      FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++)                                    \
-          UNROLL for (int h_ = 0; h_ < 2; h_++)                                                  \
-              a[Li][slot][q_][h_] = sm_read(BK_AT(bk, sb_, q_, h_, L, MW, CH_, NB_));            \
-    } else                                                                                       \
+    if (bk.on)                                                                                   \
+      BK_READ_STEP(sb_, MW, a[Li][slot][q_][h_]);                                                \
+    else                                                                                         \
       GU_LOAD_A_OF(MW, slot, sb_, gu_clamp(w + nw * (sb_ / GU_KSTEPS), groups));                 \
   } while (0)
 #define GU_LOAD_A_ST0(MW, u) GU_LOAD_A_ST(MW, u, u)
@@ -545,7 +539,7 @@ static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
 #define GATE_UP_STAGED(NT, MW, DW, CH)                                                           \
   _Static_assert(GU_KSTEPS % DW == 0, "ring depth must divide the k steps");                     \
   _Static_assert(GU_MTILES % MW == 0, "m-tile groups must divide the shard");                    \
-  _Static_assert(!(BULK && NT >= MOE_BULK_MIN_NT) ||                                             \
+  _Static_assert(!BK_FOR(NT) ||                                                                  \
                      (GU_KSTEPS % CH == 0 && BK_STAGES(MW, CH) >= 2 &&                           \
                       DW <= (BK_STAGES(MW, CH) - 1) * CH),                                       \
                  "bulk ring: chunks divide the k steps, 2+ stages, DW within the stages ahead"); \
@@ -568,8 +562,7 @@ static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
           gs_issue(ring, x, tokens, count, 8 * NT, c * GS_KC + u, nsteps, first, stride);        \
       gs_commit();                                                                               \
     }                                                                                            \
-    BK_OPEN(BULK && NT >= MOE_BULK_MIN_NT ? ws : (uint8_t *)0, wgu, nsteps, groups, GU_KSTEPS,   \
-            MW);                                                                                 \
+    BK_OPEN(BK_FOR(NT) ? ws : (uint8_t *)0, wgu, nsteps, groups, GU_KSTEPS, MW);                 \
     /* without a group in the last pass: the last group again, not stored */                     \
     UNROLL for (int u = 0; u < DW; u++) GU_LOAD_A_ST0(MW, u);                                    \
     for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
@@ -642,29 +635,22 @@ static inline __attribute__((always_inline)) void
 gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x,
                const int32_t *tokens, uint32_t count, gs_ring ring, uint16_t *out, uint8_t *ws,
                uint32_t w, uint32_t nw, uint32_t first, uint32_t stride) {
-#if MOE_GU_STAGE_MIN_NT <= 1
-  if (nt == 1) {
-    GU_STAGED_CALL(1);
-    return;
+#define GU_STAGED_IF(NT)                                                                         \
+  if (nt == NT) {                                                                                \
+    GU_STAGED_CALL(NT);                                                                          \
+    return;                                                                                      \
   }
+#if MOE_GU_STAGE_MIN_NT <= 1
+  GU_STAGED_IF(1)
 #endif
 #if MOE_GU_STAGE_MIN_NT <= 2
-  if (nt == 2) {
-    GU_STAGED_CALL(2);
-    return;
-  }
+  GU_STAGED_IF(2)
 #endif
 #if defined(MOE_NT3) && MOE_GU_STAGE_MIN_NT <= 3
-  if (nt == 3) {
-    GU_STAGED_CALL(3);
-    return;
-  }
+  GU_STAGED_IF(3)
 #endif
 #if MOE_GU_STAGE_MIN_NT <= 4
-  if (nt == 4) {
-    GU_STAGED_CALL(4);
-    return;
-  }
+  GU_STAGED_IF(4)
 #endif
 #ifdef MOE_NT_FINE
   switch (nt) {
@@ -874,9 +860,7 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
   do {                                                                                           \
     if (bk.on) {                                                                                 \
       uint32_t sb_ = (step);                                                                     \
-      BK_WAIT_STEP(bk, sb_, CH_, NB_);                                                           \
-      FOR_LANES(L, Li) UNROLL for (int h_ = 0; h_ < 2; h_++)                                     \
-          a[Li][slot][h_] = sm_read(BK_AT(bk, sb_, 0, h_, L, 1, CH_, NB_));                      \
+      BK_READ_STEP(sb_, 1, a[Li][slot][h_]);                                                     \
     } else                                                                                       \
       DN_LOAD_A_REG(slot, step);                                                                 \
   } while (0)

@@ -33,6 +33,7 @@ df = mb.DfMoe(shim, v / "moe.ptx", v / "t128/plan.dfplan", 256, driver=fake)
 df.bind(tensors)
 print("describe:", df.describe())
 expect_error("set 1", lambda: df.run(1, 1000))
+expect_error("untraced", lambda: df.trace(0, 16))
 print("hung:", df.hung())
 expect_error("bad dtype", lambda: df.bind(tensors[:6] + [(ptr(6), "float99", (T, mb.H))]))
 for i in range(7):
