@@ -8,11 +8,12 @@
 #                              comes in the launch parameters)
 #   DIR/VARIANT/tN/plan.dfplan N = 128, 256, 512, 1024 tokens, per-CTA
 #                              shared layout
-#   DIR/VARIANT/tN/{tasks,tokens,weights,topk,topw}.bin, ntasks, gen.txt
+#   DIR/VARIANT/tN/{tasks,tokens,weights,topk,topw,sync}.bin, ntasks, gen.txt
 #                              routing (32 experts, top-2, Zipf s = 1.0, seed
 #                              $MOE_SEED, default 1: the same routing in
 #                              every variant) and the variant's task table
 #   DIR/VARIANT/kernel_report.txt  registers, stack, spills (ptxas -v)
+#   DIR/VARIANT/output_zeroing  "kernel" (the handlers zero Output) or "host"
 # Variants (SMs x cluster size; the cluster size is the handlers' MOE_CS and
 # the number of shards of each expert's weights per task):
 #   c4      128 SMs, clusters of 4 (32 clusters; H200 GPCs of 18 SMs leave
@@ -35,7 +36,8 @@
 #    cluster-receive resolution),
 #    MOE_HANDLERS=FILE: another handler source, e.g. an earlier revision's
 #    from `git show REV:examples/moe/moe_fused_handlers.c`, for a before/after
-#    table; MOE_CFLAGS: extra clang flags, e.g. -DMOE_GU_RING=... ring
+#    table (revisions with the Sync tensor: the program's tensor order);
+#    MOE_CFLAGS: extra clang flags, e.g. -DMOE_GU_RING=... ring
 #    depths; MOE_LAYOUT: extra df-layout-slots options, e.g.
 #    reuse-dead-shared=true; MOE_GU_STAGE=R: gate_up's 8-n-tile token rows
 #    staged in a shared-memory ring of R k steps (-DMOE_GU_STAGE=R and
@@ -94,6 +96,12 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
   else
     rm -f "$vd/weights_layout"
   fi
+  # Who zeroes Output before a launch (moe_bench.py reads it): the kernel
+  # (moe_zero_output.h), unless built with -DMOE_ZERO_OUTPUT=0.
+  case " ${MOE_CFLAGS:-} " in
+    *" -DMOE_ZERO_OUTPUT=0 "*) echo host >"$vd/output_zeroing" ;;
+    *) echo kernel >"$vd/output_zeroing" ;;
+  esac
   # -I: a MOE_HANDLERS copy outside the tree still finds moe_bulk_ring.h
   # shellcheck disable=SC2086 # MOE_CFLAGS is a list of flags
   clang-22 "${cflags[@]}" ${MOE_CFLAGS:-} "${stage[@]}" -DMOE_CS="$cs" -I"$root/examples/moe" \

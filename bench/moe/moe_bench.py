@@ -21,7 +21,10 @@ and for every token count of the carry measures
   * df (every variant): the carried plan and kernel through libdfrt, CUDA events around
     each launch, median of --iters after --warmup, rotating over --sets
     input sets (own X, weights and output per set); once with the output
-    zeroing in the timed region ("df"), once without ("df kernel");
+    zeroing in the timed region ("df"), once without ("df kernel"); a
+    variant whose kernel zeroes the output itself (VARIANT/output_zeroing
+    says "kernel", examples/moe/moe_zero_output.h) is timed once, launch
+    only, and its checked launches start from NaNs;
   * grouped_mm: index_select -> torch._grouped_mm (gate|up) -> SiLU * up ->
     torch._grouped_mm (down) -> weighted index_add_ into fp32, captured in
     one CUDA graph per set, replayed the same way;
@@ -105,10 +108,12 @@ class DfMoe:
         c = ctypes
         lib.moe_df_open.argtypes = [c.c_char_p, c.c_char_p, c.c_char_p, c.c_int, c.c_uint32,
                                     c.POINTER(c.c_void_p), c.c_char_p, c.c_size_t]
-        lib.moe_df_bind.argtypes = [c.c_void_p, c.POINTER(c.c_uint64), c.POINTER(c.c_char_p),
+        lib.moe_df_bind.argtypes = [c.c_void_p, c.c_uint32, c.POINTER(c.c_uint64),
+                                    c.POINTER(c.c_char_p),
                                     c.POINTER(c.c_uint32), c.POINTER(c.c_int64), c.c_int,
                                     c.c_char_p, c.c_size_t]
-        lib.moe_df_run.argtypes = [c.c_void_p, c.c_uint32, c.c_uint32, c.c_char_p, c.c_size_t]
+        lib.moe_df_run.argtypes = [c.c_void_p, c.c_uint32, c.c_uint32, c.c_int, c.c_char_p,
+                                   c.c_size_t]
         lib.moe_df_hung.argtypes = [c.c_void_p]
         lib.moe_df_time.argtypes = [c.c_void_p, c.c_uint32, c.c_uint32, c.c_int,
                                     c.POINTER(c.c_float), c.c_char_p, c.c_size_t]
@@ -129,20 +134,23 @@ class DfMoe:
             raise RuntimeError(f"df {what}: {self.err.value.decode(errors='replace')}")
 
     def bind(self, tensors) -> None:
-        """tensors: 7 (data_ptr, dtype name, shape) in the program's order."""
+        """tensors: 8 (data_ptr, dtype name, shape) in the program's order
+        (moe_tensors)."""
         n = len(tensors)
         ptrs = (ctypes.c_uint64 * n)(*[t[0] for t in tensors])
         names = (ctypes.c_char_p * n)(*[t[1].encode() for t in tensors])
         ndim = (ctypes.c_uint32 * n)(*[len(t[2]) for t in tensors])
         flat = [d for t in tensors for d in t[2]]
         shapes = (ctypes.c_int64 * len(flat))(*flat)
-        self._check(self.lib.moe_df_bind(self.h, ptrs, names, ndim, shapes, self.device,
+        self._check(self.lib.moe_df_bind(self.h, n, ptrs, names, ndim, shapes, self.device,
                                          self.err, len(self.err)), "bind")
 
-    def run(self, s: int, timeout_ms: int = 0) -> None:
-        """Zero set s's output and launch; timeout_ms > 0: under libdfrt's
-        watchdog (a hang raises, naming the blocked CTAs)."""
-        self._check(self.lib.moe_df_run(self.h, s, timeout_ms, self.err, len(self.err)), "run")
+    def run(self, s: int, timeout_ms: int = 0, zero: bool = True) -> None:
+        """Zero set s's output (unless not `zero`: a kernel that zeroes it
+        itself) and launch; timeout_ms > 0: under libdfrt's watchdog (a hang
+        raises, naming the blocked CTAs)."""
+        self._check(self.lib.moe_df_run(self.h, s, timeout_ms, int(zero), self.err,
+                                        len(self.err)), "run")
 
     def hung(self) -> bool:
         return bool(self.h) and self.lib.moe_df_hung(self.h) != 0
@@ -175,15 +183,17 @@ class DfMoe:
 
 
 def moe_tensors(x, wgu, wd, r, out, tokens: int):
-    """The program's 7 tensors for DfMoe.bind: activations, gate/up and
-    down weights, the routing of load_routing, the fp32 output."""
+    """The program's 8 tensors for DfMoe.bind, in its order: activations,
+    gate/up weights, the routing of load_routing, the fp32 output, the
+    handlers' Sync words (of load_routing), down weights, routing weights."""
     return [(x.data_ptr(), "bfloat16", (tokens, H)),
             (wgu.data_ptr(), "bfloat16", (E, 2, I, H)),
             (r["tasks"].data_ptr(), "int32", (r["ntasks"], 4)),
             (r["rows"].data_ptr(), "int32", (TOP_K * tokens,)),
+            (out.data_ptr(), "float32", (tokens, H)),
+            (r["sync"].data_ptr(), "int32", (8,)),
             (wd.data_ptr(), "bfloat16", (E, H, I)),
-            (r["rw"].data_ptr(), "float32", (TOP_K * tokens,)),
-            (out.data_ptr(), "float32", (tokens, H))]
+            (r["rw"].data_ptr(), "float32", (TOP_K * tokens,))]
 
 
 def load_routing(torch, d: Path, tokens: int):
@@ -195,7 +205,8 @@ def load_routing(torch, d: Path, tokens: int):
                 rows=arr("tokens.bin", torch.int32, (TOP_K * tokens,)),
                 rw=arr("weights.bin", torch.float32, (TOP_K * tokens,)),
                 topk=arr("topk.bin", torch.int32, (tokens, TOP_K)),
-                topw=arr("topw.bin", torch.float32, (tokens, TOP_K)), ntasks=ntasks)
+                topw=arr("topw.bin", torch.float32, (tokens, TOP_K)),
+                sync=arr("sync.bin", torch.int32, (8,)), ntasks=ntasks)
 
 
 def uniform(torch, shape, seed, scale):
@@ -315,7 +326,9 @@ def main() -> int:
         table = [fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
         table += [fmt(row) for row in rows]
         notes = [f"median of {a.iters} launches after {a.warmup} warm-ups, {a.sets} rotating "
-                 "input sets; df = zero the fp32 output + launch, df kernel = launch only; TB/s = "
+                 "input sets; df = zero the fp32 output + launch (a kernel that zeroes it "
+                 "itself, examples/moe/moe_zero_output.h: launch only), df kernel = launch "
+                 "only; TB/s = "
                  "all expert weight bytes / df time; errors vs fp32 reference; df ok = max err <= "
                  "1e-2 * |ref| max + 1e-3 and bitwise equal launches"]
         text = "\n".join(lines + [""] + table + [""] + notes)
@@ -382,7 +395,12 @@ def main() -> int:
             if not d.is_dir():
                 continue
             rv = load_routing(torch, d, T)
-            outs = [torch.zeros(T, H, device="cuda", dtype=torch.float32) for _ in range(a.sets)]
+            zeroing = v / "output_zeroing"
+            by_kernel = zeroing.is_file() and zeroing.read_text().strip() == "kernel"
+            # A kernel that zeroes Output itself starts from NaNs: a row it
+            # leaves alone fails the check.
+            outs = [torch.full((T, H), float("nan") if by_kernel else 0.0, device="cuda",
+                               dtype=torch.float32) for _ in range(a.sets)]
             torch.cuda.synchronize()  # libdfrt runs on its own stream
             df = None
             try:
@@ -397,13 +415,14 @@ def main() -> int:
                     df.bind(moe_tensors(xs[s], wgu, wd, rv, outs[s], T))
                 if T == counts_t[0]:
                     say(f"df {name}: {df.describe()}")
-                df.run(0, a.timeout_ms)
+                df.run(0, a.timeout_ms, zero=not by_kernel)
                 once = outs[0].clone()
-                df.run(0, a.timeout_ms)
+                df.run(0, a.timeout_ms, zero=not by_kernel)  # over the first result
                 bitwise = torch.equal(once.view(torch.int32), outs[0].view(torch.int32))
                 df_err = (once - ref).abs().max().item()
-                t_df = statistics.median(df.time(a.warmup, a.iters, True))
-                t_kernel = statistics.median(df.time(a.warmup, a.iters, False))
+                t_df = statistics.median(df.time(a.warmup, a.iters, not by_kernel))
+                t_kernel = t_df if by_kernel else statistics.median(
+                    df.time(a.warmup, a.iters, False))
             except RuntimeError as ex:
                 say(f"df {name} at {T} tokens: {ex}")
                 rows.append((T, name, rv["ntasks"], "failed") + ("-",) * (len(header) - 4))

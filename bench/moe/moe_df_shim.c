@@ -12,7 +12,9 @@
 #include "df/rt_trace.h"
 #include "df/runtime.h"
 
-enum { MOE_MAX_SETS = 8, MOE_TENSORS = 7 };
+/* The program's tensors (examples/moe/moe_fused_handlers.c): X, Wgu,
+   Tasks, Tokens, Output, Sync, Wd, Weights. */
+enum { MOE_MAX_SETS = 8, MOE_TENSORS = 8, MOE_OUTPUT = 4 };
 
 typedef struct moe_df {
   df_rt *rt;
@@ -102,11 +104,16 @@ int moe_df_describe(moe_df *m, uint32_t set, char *buf, size_t bufcap, char *err
   return 0;
 }
 
-/* One executable for a set of tensors: X, Wgu, Tasks, Tokens, Wd, Weights,
-   Output (the program's order). dtypes are df dtype names; shapes have
-   ndim[i] entries each, packed in `shapes`. */
-int moe_df_bind(moe_df *m, const uint64_t *ptrs, const char *const *dtypes, const uint32_t *ndim,
-                const int64_t *shapes, int ordinal, char *err, size_t cap) {
+/* One executable for a set of tensors in the program's order (above).
+   dtypes are df dtype names; shapes have ndim[i] entries each, packed in
+   `shapes`. */
+int moe_df_bind(moe_df *m, uint32_t count, const uint64_t *ptrs, const char *const *dtypes,
+                const uint32_t *ndim, const int64_t *shapes, int ordinal, char *err, size_t cap) {
+  if (count != MOE_TENSORS) {
+    snprintf(err, cap, "%u tensors given, the MoE program takes %d (X, Wgu, Tasks, Tokens, "
+             "Output, Sync, Wd, Weights)", count, MOE_TENSORS);
+    return 1;
+  }
   if (m->sets == MOE_MAX_SETS) {
     snprintf(err, cap, "at most %d rotation sets", MOE_MAX_SETS);
     return 1;
@@ -118,7 +125,7 @@ int moe_df_bind(moe_df *m, const uint64_t *ptrs, const char *const *dtypes, cons
     df_dtype dt;
     TRY(df_dtype_parse(dtypes[i], &dt));
     TRY(df_rt_tensor_contiguous(ptrs[i], dt, ndim[i], shape, ordinal, &t[i]));
-    if (i == MOE_TENSORS - 1)
+    if (i == MOE_OUTPUT)
       for (uint32_t d = 0; d < ndim[i]; d++)
         out_elems *= (size_t)shape[d];
     shape += ndim[i];
@@ -132,7 +139,7 @@ int moe_df_bind(moe_df *m, const uint64_t *ptrs, const char *const *dtypes, cons
   df_rt_executable *e;
   TRY(df_rt_executable_create(m->mod, m->plan, &eo, &e));
   m->exe[m->sets] = e;
-  m->out_ptr[m->sets] = ptrs[MOE_TENSORS - 1];
+  m->out_ptr[m->sets] = ptrs[MOE_OUTPUT];
   m->out_bytes[m->sets] = out_elems * 4; /* float32 */
   m->sets++;
   TRY(df_rt_executable_bind_tensors(e, m->stream, t, MOE_TENSORS));
@@ -140,16 +147,18 @@ int moe_df_bind(moe_df *m, const uint64_t *ptrs, const char *const *dtypes, cons
   return 0;
 }
 
-/* Zero set `set`'s output, launch, wait. With timeout_ms > 0 the launch is
-   watched (libdfrt's watchdog): a kernel that does not finish in time
-   returns DF_ETIMEOUT naming the blocked CTAs, and the CUDA context is
-   then unusable (moe_df_hung). */
-int moe_df_run(moe_df *m, uint32_t set, uint32_t timeout_ms, char *err, size_t cap) {
+/* With `zero`, zero set `set`'s output (a kernel built with
+   -DMOE_ZERO_OUTPUT=0 needs it; the others zero it themselves); launch,
+   wait. With timeout_ms > 0 the launch is watched (libdfrt's watchdog): a
+   kernel that does not finish in time returns DF_ETIMEOUT naming the
+   blocked CTAs, and the CUDA context is then unusable (moe_df_hung). */
+int moe_df_run(moe_df *m, uint32_t set, uint32_t timeout_ms, int zero, char *err, size_t cap) {
   if (set >= m->sets) {
     snprintf(err, cap, "no rotation set %u", set);
     return 1;
   }
-  TRY(df_rt_memset_d8(m->dev, m->stream, m->out_ptr[set], 0, m->out_bytes[set]));
+  if (zero)
+    TRY(df_rt_memset_d8(m->dev, m->stream, m->out_ptr[set], 0, m->out_bytes[set]));
   TRY(df_rt_executable_set_timeout(m->exe[set], timeout_ms));
   df_status s = df_rt_executable_launch(m->exe[set], m->stream);
   if (s.code != DF_OK)
@@ -179,7 +188,7 @@ int moe_df_trace(moe_df *m, uint32_t set, void *host, size_t bytes, char *err, s
   }
   /* ordered before the launch on the same stream */
   TRY(df_rt_memset_d8(m->dev, m->stream, buf, 0, size));
-  if (moe_df_run(m, set, 0, err, cap))
+  if (moe_df_run(m, set, 0, 1, err, cap))
     return 1;
   TRY(df_rt_memcpy_dtoh(m->dev, m->stream, host, buf, bytes));
   return 0;
@@ -190,8 +199,9 @@ int moe_df_hung(const moe_df *m) { return m->dev && df_rt_device_hung(m->dev); }
 
 /* `warmup` + `iters` launches rotating over the sets; ms[i] = CUDA-event
    time of timed launch i. With `zero` the timed region also zeroes the
-   set's output first (the kernel adds into it, so a correct result needs
-   it); without, the output accumulates (timing only). */
+   set's output first (a kernel built with -DMOE_ZERO_OUTPUT=0 adds into
+   it, so its correct result needs that); without, such a kernel's output
+   accumulates (timing only). */
 int moe_df_time(moe_df *m, uint32_t warmup, uint32_t iters, int zero, float *ms, char *err,
                 size_t cap) {
   for (uint32_t i = 0; i < warmup + iters; i++) {

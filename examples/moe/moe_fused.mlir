@@ -17,6 +17,9 @@
 // contributions per element, so the order does not matter). There is no
 // finalize stage: a [64][512] y tile in shared memory would cost 64 KiB per
 // task, and the slot layout gives every task of a CTA its own regions.
+// Output starts as zeros without a memset: gate_up's warps zero it in
+// chunks claimed through the Sync counters and down waits for them
+// (examples/moe/moe_zero_output.h).
 //
 // Types (bf16):
 //   UpShard   [6][64][32]: 192 columns in chunks of 32, token-major inside a
@@ -36,7 +39,8 @@ module {
       df.dynamic_ranges = {inter = "inter_lengths", hidden = "hidden_lengths"}} {
     %h = "df.map"() {name = "gate_up", call = @moe_gate_up, range_axis = "inter",
                      task_args = ["work"],
-                     bind = {X = "X", Wgu = "Wgu", Tasks = "Tasks", Tokens = "Tokens"}}
+                     bind = {X = "X", Wgu = "Wgu", Tasks = "Tasks", Tokens = "Tokens",
+                             Output = "Output", Sync = "Sync"}}
         : () -> !df.inter<"UpShard">
     %full = "df.reshared"(%h) {name = "gather_h", output_type = "UpFull",
                                output_arity = 4 : i64, policy = "hbm_all_gather"}
@@ -44,18 +48,20 @@ module {
     %done = "df.map"(%full) {name = "down", call = @moe_down, range_axis = "hidden",
                              task_args = ["work"],
                              bind = {Wd = "Wd", Tasks = "Tasks", Tokens = "Tokens",
-                                     Weights = "Weights", Output = "Output"}}
+                                     Weights = "Weights", Output = "Output", Sync = "Sync"}}
         : (!df.inter<"UpShard">) -> !df.inter<"DownDone">
     return
   }
 
-  func.func private @moe_gate_up(i32, !df.tensor, !df.tensor, !df.tensor, !df.tensor)
-      -> !df.inter<"UpShard">
-      attributes {df.kind = "map", df.params = ["work", "X", "Wgu", "Tasks", "Tokens"],
+  func.func private @moe_gate_up(i32, !df.tensor, !df.tensor, !df.tensor, !df.tensor,
+                                 !df.tensor, !df.tensor) -> !df.inter<"UpShard">
+      attributes {df.kind = "map",
+                  df.params = ["work", "X", "Wgu", "Tasks", "Tokens", "Output", "Sync"],
                   df.range = ["inter_begin", "inter_end"]}
   func.func private @moe_down(!df.list<"UpShard">, i32, !df.tensor, !df.tensor, !df.tensor,
-                              !df.tensor, !df.tensor) -> !df.inter<"DownDone">
+                              !df.tensor, !df.tensor, !df.tensor) -> !df.inter<"DownDone">
       attributes {df.kind = "map",
-                  df.params = ["parts", "work", "Wd", "Tasks", "Tokens", "Weights", "Output"],
+                  df.params = ["parts", "work", "Wd", "Tasks", "Tokens", "Weights", "Output",
+                               "Sync"],
                   df.range = ["hidden_begin", "hidden_end"]}
 }

@@ -26,6 +26,11 @@
      topw.bin     float32 [T][2]    their weights
      schedule.txt df-schedule options: task-extents and range-lengths (no newline)
      ntasks       the number of task positions (rows of tasks.bin)
+     sync.bin     int32 [8]         the handlers' Sync words before and
+                                    after a launch: T, the task positions,
+                                    the first round's (positions below
+                                    the cluster count), zeros
+                                    (moe_zero_output.h)
    With --inputs also X.bin bf16 [T][H] (uniform [-1, 1)), Wgu.bin bf16
    [E][2][I][H] and Wd.bin bf16 [E][H][I] (uniform [-1, 1) / sqrt(fan-in)),
    and ref.npy float64 [T][H] = sum_k w_k * Wd[e_k] (SiLU(Wg x) * (Wu x))
@@ -395,6 +400,8 @@ int main(int argc, char **argv) {
        write_file(&o, "weights.bin", rw, sizeof *rw * 2 * T) ||
        write_file(&o, "topk.bin", topk, sizeof *topk * 2 * T) ||
        write_file(&o, "topw.bin", topw, sizeof *topw * 2 * T);
+  int32_t sync[8] = {(int32_t)T, (int32_t)positions, (int32_t)(positions < C ? positions : C)};
+  rc = rc || write_file(&o, "sync.bin", sync, sizeof sync);
   char path[4096];
   snprintf(path, sizeof path, "%s/schedule.txt", o.dir);
   FILE *f = rc ? NULL : fopen(path, "w");

@@ -11,12 +11,17 @@
      1 Wgu     bf16 [E][2][I][H]     gate rows (0) and up rows (1) per expert
      2 Tasks   int32 [tasks][4]      expert, first row in Tokens, token count, 0
      3 Tokens  int32 [2T]            token ids grouped by expert
-     4 Wd      bf16 [E][H][I]        down projection
-     5 Weights f32 [2T]              routing weight of each Tokens row
-     6 Output  f32 [T][H]            must be zero before the launch; every
-                                     element receives exactly two additions
-                                     (top-2), so the result does not depend on
-                                     their order: bitwise deterministic
+     4 Output  f32 [T][H]            zeroed by the kernel (moe_zero_output.h;
+                                     built with -DMOE_ZERO_OUTPUT=0: must be
+                                     zero before the launch); every element
+                                     receives exactly two additions (top-2)
+                                     onto zero, so the result does not depend
+                                     on their order: bitwise deterministic
+     5 Sync    int32 [8]             T, the Tasks rows, the first-round rows,
+                                     two counters that are zero between
+                                     launches
+     6 Wd      bf16 [E][H][I]        down projection
+     7 Weights f32 [2T]              routing weight of each Tokens row
    H = MOE_HIDDEN (2048), I = MOE_INTER (768), a task covers at most
    MOE_TT (64) tokens, the cluster size is MOE_CS (4).
    Built with -DMOE_PACKED, Wgu and Wd hold the same values in the
@@ -71,7 +76,7 @@ _Static_assert(MOE_TT % 8 == 0 && MOE_TT <= 64, "token tile: a multiple of 8, at
 #define UNROLL
 #endif
 
-enum { T_X, T_WGU, T_TASKS, T_TOKENS, T_WD, T_WEIGHTS, T_OUTPUT };
+enum { T_X, T_WGU, T_TASKS, T_TOKENS, T_OUTPUT, T_SYNC, T_WD, T_WEIGHTS };
 
 typedef uint32_t u32x4 __attribute__((vector_size(16)));
 
@@ -264,6 +269,7 @@ static inline uint32_t ntiles(uint32_t count) {
 }
 
 #include "moe_bulk_ring.h"
+#include "moe_zero_output.h"
 
 /* The smallest n-tile count a staged build (MOE_GU_STAGE) stages (default
    5: fewer rows stay in L1 next to the slots). */
@@ -685,7 +691,15 @@ static inline uint8_t *bk_workspace(const df_ctx *ctx) {
 #endif
 }
 
+static inline __attribute__((always_inline)) void gate_up_task(const df_ctx *ctx);
+
 void moe_gate_up(const df_ctx *ctx) {
+  if (MOE_ZERO_OUTPUT)
+    zero_claim(ctx, df_ctx_range_begin(ctx) / ISHARD);
+  gate_up_task(ctx);
+}
+
+static inline __attribute__((always_inline)) void gate_up_task(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
   if (tk.count == 0 || MOE_PROBE == 2)
     return;
@@ -924,6 +938,8 @@ DN_RING3_(MOE_DN_RING3)
 void moe_down(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
   uint32_t col0 = df_ctx_range_begin(ctx); /* first output column of this shard */
+  if (MOE_ZERO_OUTPUT)
+    zero_wait(ctx);
   int32_t *done = df_ctx_output(ctx);
   if (df_ctx_thread(ctx) == 0)
     UNROLL for (int i = 0; i < 4; i++)

@@ -16,8 +16,8 @@ T, ntasks = 128, int((v / "t128/ntasks").read_text())
 ptr = lambda i: 0x10000000 * (i + 1)  # noqa: E731 (the fake driver dereferences nothing)
 tensors = [(ptr(0), "bfloat16", (T, mb.H)), (ptr(1), "bfloat16", (mb.E, 2, mb.I, mb.H)),
            (ptr(2), "int32", (ntasks, 4)), (ptr(3), "int32", (2 * T,)),
-           (ptr(4), "bfloat16", (mb.E, mb.H, mb.I)), (ptr(5), "float32", (2 * T,)),
-           (ptr(6), "float32", (T, mb.H))]
+           (ptr(4), "float32", (T, mb.H)), (ptr(5), "int32", (8,)),
+           (ptr(6), "bfloat16", (mb.E, mb.H, mb.I)), (ptr(7), "float32", (2 * T,))]
 
 
 def expect_error(what, fn):
@@ -33,9 +33,14 @@ df = mb.DfMoe(shim, v / "moe.ptx", v / "t128/plan.dfplan", 256, driver=fake)
 df.bind(tensors)
 print("describe:", df.describe())
 expect_error("set 1", lambda: df.run(1, 1000))
+expect_error("set 1 unzeroed", lambda: df.run(1, 1000, zero=False))
+df.run(0, 0, zero=False)
+print("zeroing:", (v / "output_zeroing").read_text().strip())
 expect_error("untraced", lambda: df.trace(0, 16))
 print("hung:", df.hung())
-expect_error("bad dtype", lambda: df.bind(tensors[:6] + [(ptr(6), "float99", (T, mb.H))]))
+expect_error("bad dtype", lambda: df.bind(tensors[:4] + [(ptr(4), "float99", (T, mb.H))] +
+                                         tensors[5:]))
+expect_error("seven tensors", lambda: df.bind(tensors[:7]))
 for i in range(7):
     df.bind(tensors)
 expect_error("ninth set", lambda: df.bind(tensors))
