@@ -96,11 +96,11 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
   else
     rm -f "$vd/weights_layout"
   fi
-  # Who zeroes Output before a launch (moe_bench.py reads it): the kernel
-  # (moe_zero_output.h), unless built with -DMOE_ZERO_OUTPUT=0.
+  # Who zeroes Output before a launch (moe_bench.py reads it): the host,
+  # or the kernel when built with -DMOE_ZERO_OUTPUT=1 (moe_zero_output.h).
   case " ${MOE_CFLAGS:-} " in
-    *" -DMOE_ZERO_OUTPUT=0 "*) echo host >"$vd/output_zeroing" ;;
-    *) echo kernel >"$vd/output_zeroing" ;;
+    *" -DMOE_ZERO_OUTPUT=1 "*) echo kernel >"$vd/output_zeroing" ;;
+    *) echo host >"$vd/output_zeroing" ;;
   esac
   # -I: a MOE_HANDLERS copy outside the tree still finds moe_bulk_ring.h
   # shellcheck disable=SC2086 # MOE_CFLAGS is a list of flags

@@ -11,15 +11,16 @@
      1 Wgu     bf16 [E][2][I][H]     gate rows (0) and up rows (1) per expert
      2 Tasks   int32 [tasks][4]      expert, first row in Tokens, token count, 0
      3 Tokens  int32 [2T]            token ids grouped by expert
-     4 Output  f32 [T][H]            zeroed by the kernel (moe_zero_output.h;
-                                     built with -DMOE_ZERO_OUTPUT=0: must be
-                                     zero before the launch); every element
-                                     receives exactly two additions (top-2)
-                                     onto zero, so the result does not depend
-                                     on their order: bitwise deterministic
-     5 Sync    int32 [8]             T, the Tasks rows, the first-round rows,
-                                     two counters that are zero between
-                                     launches
+     4 Output  f32 [T][H]            must be zero before the launch (built
+                                     with -DMOE_ZERO_OUTPUT=1 the kernel
+                                     zeroes it, moe_zero_output.h); every
+                                     element receives exactly two additions
+                                     (top-2) onto zero, so the result does
+                                     not depend on their order: bitwise
+                                     deterministic
+     5 Sync    int32 [8]             -DMOE_ZERO_OUTPUT=1's words: T, the Tasks
+                                     rows, the first-round rows, two counters
+                                     that are zero between launches
      6 Wd      bf16 [E][H][I]        down projection
      7 Weights f32 [2T]              routing weight of each Tokens row
    H = MOE_HIDDEN (2048), I = MOE_INTER (768), a task covers at most
@@ -697,6 +698,8 @@ void moe_gate_up(const df_ctx *ctx) {
   if (MOE_ZERO_OUTPUT)
     zero_claim(ctx, df_ctx_range_begin(ctx) / ISHARD);
   gate_up_task(ctx);
+  if (MOE_ZERO_OUTPUT)
+    zero_publish(ctx, df_ctx_range_begin(ctx) / ISHARD);
 }
 
 static inline __attribute__((always_inline)) void gate_up_task(const df_ctx *ctx) {

@@ -1,7 +1,8 @@
 /* Part of moe_fused_handlers.c (included after its common definitions:
-   LANE_ID, FOR_WARPS, FOR_LANES, MOE_HIDDEN, the tensor indices): the
-   kernel zeroes its own Output (examples/moe/README.md, "Output zeroing"),
-   so a launch needs no memset before it.
+   MOE_HIDDEN, MOE_CS, u32x4, the tensor indices): with -DMOE_ZERO_OUTPUT=1
+   the kernel zeroes its own Output, so a launch needs no memset before it
+   (examples/moe/README.md, "Output zeroing"). Off by default: measured
+   as fast as the memset it replaces, not faster (bench/moe run V).
 
    Sync (int32 [8], shared by every launch of one routing) holds the
    protocol's words: SY_ROWS (Output's rows T), SY_TASKS (the Tasks
@@ -11,35 +12,38 @@
    before the first launch and zero again after each one. Instances
    below are (position, rank) pairs: MOE_CS of each handler per task.
 
-   * gate_up of a first-round position: the CTA stores zeros into its
-     slice of Output's rows (instance i of Z = SY_FIRST x MOE_CS zeroes
-     rows [i T / Z, (i + 1) T / Z)); nothing waits, nothing is counted.
-   * down, first, one thread: a first-round instance publishes its
-     slice (fence, add on SY_ZEROED: the runtime's barriers between the
-     CTA's instructions order every thread's zero stores before it), then
-     waits until SY_ZEROED reaches Z (acquire) and the CTA syncs, so the
-     two red.add's per element land on zeros: 0 + a + b in either order,
-     bitwise deterministic as with a memset. No wait is forever: a first-
-     round instance's gate_up, gather and down are its CTA's first
-     instructions, and gate_ups wait on nothing. (A first version claimed
-     chunks of rows through an atomic counter per warp: 1-12 us slower
-     than the memset, the claims and counts contending on one address,
-     bench/moe run V.)
-   * down, the same thread: counts the instance on SY_PASSED; the last
-     of all (SY_TASKS x MOE_CS) resets both counters. No one reads them
-     after that in this launch, and the next launch is ordered after this
-     one on the stream.
+   * gate_up of a first-round position, first: the CTA stores zeros into
+     its slice of Output's rows (instance i of Z = SY_FIRST x MOE_CS
+     zeroes rows [i T / Z, (i + 1) T / Z)); no atomics on the way in.
+   * the same gate_up, last: every thread fences its stores, the CTA
+     syncs, one thread fences again (cumulative) and adds 1 to SY_ZEROED
+     without waiting for the result. The stores are long done by then, so
+     the fences are cheap.
+   * down, first, one thread: waits until SY_ZEROED reaches Z (acquire),
+     counts the instance on SY_PASSED, and the CTA syncs, so the two
+     red.add's per element land on zeros: 0 + a + b in either order,
+     bitwise deterministic as with a memset. The last instance of all
+     (SY_TASKS x MOE_CS) resets both counters: no one reads them after
+     that in this launch, and the next launch is ordered after this one on
+     the stream. No wait is forever: a first-round position is its
+     cluster's first task, so its gate_ups run before any down of their
+     CTAs, and gate_ups wait on nothing (a task table whose first round
+     is not the positions below the cluster count would hang until the
+     watchdog stops it, never add onto stale values).
    * The host runs one virtual CTA at a time and cannot wait: its first
      gate_up (SY_ZEROED still 0) zeroes every slice and sets SY_ZEROED to
      Z; the downs count and reset as on the GPU.
 
-   -DMOE_ZERO_OUTPUT=0 builds leave Output and Sync alone (the caller
-   zeroes Output before each launch). */
+   Measured variants (run V, bench/moe/README.md): each warp claiming
+   chunks of rows through one atomic counter, published by its down:
+   1-12 us slower than the memset (claims and counts contending on one
+   address); the slices published by the downs: 4-5 us slower (a fence
+   and an atomic round trip before each down's first load). */
 #ifndef MOE_ZERO_OUTPUT_H
 #define MOE_ZERO_OUTPUT_H
 
 #ifndef MOE_ZERO_OUTPUT
-#define MOE_ZERO_OUTPUT 1
+#define MOE_ZERO_OUTPUT 0
 #endif
 
 enum { SY_ROWS, SY_TASKS, SY_FIRST, SY_ZEROED, SY_PASSED, SY_WORDS = 8 };
@@ -61,6 +65,9 @@ static inline uint32_t sy_acquire(const uint32_t *p) {
 static inline void sy_store(uint32_t *p, uint32_t v) {
   __asm__ volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+static inline void sy_red(uint32_t *p, uint32_t v) {
+  __asm__ volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 static inline void sy_fence(void) { __asm__ volatile("fence.acq_rel.gpu;" ::: "memory"); }
 static inline void sy_pause(void) { __asm__ volatile("nanosleep.u32 64;"); }
 #else
@@ -71,6 +78,7 @@ static inline uint32_t sy_acquire(const uint32_t *p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 static inline void sy_store(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+static inline void sy_red(uint32_t *p, uint32_t v) { (void)sy_add(p, v); }
 static inline void sy_fence(void) { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
 #endif
 
@@ -114,16 +122,31 @@ static inline void zero_claim(const df_ctx *ctx, uint32_t rank) {
 #endif
 }
 
+/* gate_up's last step (the GPU): publish the slice. */
+static inline void zero_publish(const df_ctx *ctx, uint32_t rank) {
+#if defined(__NVPTX__)
+  uint32_t *sy = sync_words(ctx);
+  uint32_t first = sy[SY_FIRST];
+  (void)rank;
+  if (zero_position(ctx) >= first)
+    return;
+  sy_fence(); /* this thread's zero stores */
+  df_ctx_barrier(ctx);
+  if (df_ctx_thread(ctx) == 0) {
+    sy_fence(); /* cumulative: the CTA's stores, ordered before by the barrier */
+    sy_red(&sy[SY_ZEROED], 1);
+  }
+#else
+  (void)ctx, (void)rank;
+#endif
+}
+
 /* down's first step. */
 static inline void zero_wait(const df_ctx *ctx) {
   uint32_t *sy = sync_words(ctx);
   if (df_ctx_thread(ctx) == 0) {
     uint32_t first = sy[SY_FIRST], z = first * MOE_CS;
 #if defined(__NVPTX__)
-    if (zero_position(ctx) < first) {
-      sy_fence(); /* cumulative: the CTA's zero stores, ordered before by its barriers */
-      sy_add(&sy[SY_ZEROED], 1);
-    }
     while (sy_acquire(&sy[SY_ZEROED]) < z)
       sy_pause();
 #else
