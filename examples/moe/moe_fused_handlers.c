@@ -804,18 +804,33 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
 }
 
 /* down: an m-tile is 16 output columns of this rank's shard (rows of Wd),
-   k the 768 intermediate columns gathered from the MOE_CS ranks. */
+   k the 768 intermediate columns gathered from the MOE_CS ranks. A ring
+   whose period U does not divide the m-tile's 24 k steps (DW = 16) is
+   unrolled over lcm(U, 24) steps instead (DN_U), each step leaving the
+   loop once past the warp's steps (an odd m-tile count). */
+#define DN_GCD24(U)                                                                              \
+  ((U) % 24 == 0 ? 24                                                                            \
+   : (U) % 12 == 0 ? 12                                                                          \
+   : (U) % 8 == 0  ? 8                                                                           \
+   : (U) % 6 == 0  ? 6                                                                           \
+   : (U) % 4 == 0  ? 4                                                                           \
+   : (U) % 3 == 0  ? 3                                                                           \
+   : (U) % 2 == 0  ? 2                                                                           \
+                   : 1)
+#define DN_LONG(DW, DX) (DN_KSTEPS % RING_U(DW, DX) != 0)
+#define DN_U(DW, DX)                                                                             \
+  (DN_LONG(DW, DX) ? RING_U(DW, DX) * DN_KSTEPS / DN_GCD24(RING_U(DW, DX)) : RING_U(DW, DX))
 #define DOWN_RUN(NT, DW, DX, CH)                                                                 \
-  _Static_assert(DN_KSTEPS % RING_U(DW, DX) == 0 && RING_U(DW, DX) % DW == 0 &&                  \
+  _Static_assert(DN_KSTEPS == 24 && DN_U(DW, DX) <= 48 && RING_U(DW, DX) % DW == 0 &&            \
                      (DX == 0 || RING_U(DW, DX) % (DX ? DX : 1) == 0),                           \
-                 "ring depths must divide");                                                     \
+                 "ring depths must divide, unrolled at most 48 steps");                          \
   _Static_assert(!DN_BULK_ON || (DN_KSTEPS % CH == 0 && BK_STAGES(1, CH) >= 2 &&                 \
                            DW <= (BK_STAGES(1, CH) - 1) * CH),                                   \
                  "bulk ring: chunks divide the k steps, 2+ stages, DW within the stages ahead"); \
   static inline __attribute__((always_inline)) void down_run_##NT(                               \
       const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
       const out_rows *rows, uint8_t *ws, uint32_t w, uint32_t nw) {                              \
-    enum { CH_ = CH, NB_ = BK_NB(1, CH), U_ = RING_U(DW, DX) };                                  \
+    enum { CH_ = CH, NB_ = BK_NB(1, CH), U_ = DN_U(DW, DX), LONG_ = DN_LONG(DW, DX) };           \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     uint32_t nsteps = (DN_MTILES - w + nw - 1) / nw * DN_KSTEPS;                                 \
@@ -829,6 +844,8 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
     for (uint32_t s0 = 0; s0 < nsteps; s0 += U_) {                                               \
       UNROLL for (int u = 0; u < U_; u++) {                                                      \
         uint32_t s = s0 + u;                                                                     \
+        if (LONG_ && s >= nsteps)                                                                \
+          break;                                                                                 \
         if (DX == 0) /* B read right before its mma's: no ring registers */                      \
           DN_LOAD_B(NT, 0, s);                                                                   \
         UNROLL for (int j = 0; j < NT; j++) UNROLL for (int half = 0; half < 2; half++)          \
@@ -841,7 +858,7 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
         BK_RELEASE(s, DN_KSTEPS, 1);                                                             \
         if (BULK && s + DW < nsteps)                                                             \
           DN_LOAD_A(u % DW, s + DW);                                                             \
-        if (u == U_ - 1 && (s + 1) % DN_KSTEPS == 0) {                                           \
+        if (LONG_ ? (u + 1) % DN_KSTEPS == 0 : u == U_ - 1 && (s + 1) % DN_KSTEPS == 0) {        \
           /* Output[token][col] += weight * y: two additions per element */                      \
           uint32_t mt = w + nw * (s / DN_KSTEPS);                                                \
           FOR_LANES(L, Li) {                                                                     \
