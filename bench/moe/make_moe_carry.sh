@@ -25,6 +25,8 @@
 #           reports that)
 #   c4x120  120 SMs, clusters of 4: in case a GPC has fewer than 16 SMs and
 #           32 4-clusters do not fit either
+#   c3      132 SMs, clusters of 3 (a third of an expert per SM; down's
+#           shards are 688 columns, the last rank's 672 valid)
 # usage: bench/moe/make_moe_carry.sh DIR
 #   (env: DF_BIN, MOE_SEED, MOE_TOKENS="128 256 512 1024",
 #    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER,
@@ -110,7 +112,7 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
   for t in $tokens; do
     d="$vd/t$t"
     mkdir -p "$d"
-    "$bin/moe_fused_gen" "$d" --experts 32 --tokens "$t" --clusters $((sms / cs)) --seed "$seed" \
+    "$bin/moe_fused_gen" "$d" --experts 32 --tokens "$t" --clusters $((sms / cs)) --shards "$cs" --seed "$seed" \
       --tile "${MOE_TILE:-64}" >"$d/gen.txt"
     "$bin/df-opt" "$tmp/moe$cs.mlir" \
       --df-schedule="sm-count=$sms cluster-size=$cs block-size=64 $(cat "$d/schedule.txt")" \

@@ -51,6 +51,9 @@ __attribute__((unused)) static inline u32x4 sm_read(sm_ptr p) {
    (bench/moe/make_moe_carry.sh MOE_BULK=KB); without that workspace the
    same loops load the weights into registers (correct, shallow). */
 #ifdef MOE_BULK
+#if !HSHARD_EVEN
+#error "MOE_BULK needs a cluster size that divides hidden into whole m-tiles"
+#endif
 #ifndef MOE_PACKED
 #error "MOE_BULK copies packed weight blocks: build with -DMOE_PACKED"
 #endif

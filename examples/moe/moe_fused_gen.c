@@ -36,9 +36,13 @@
    and ref.npy float64 [T][H] = sum_k w_k * Wd[e_k] (SiLU(Wg x) * (Wu x))
    computed from the bf16-rounded values; with --packed the weight files
    hold the same values in the handlers' -DMOE_PACKED layout (pack_tiles).
+   --shards S: the tasks' cluster size (the handlers' MOE_CS); down's range
+   length in schedule.txt is hidden rounded up to whole 16-column m-tiles
+   per shard (2064 for 3 shards: the handlers skip the columns past
+   hidden), and inter must split into S shards of 32-column chunks.
    usage: moe_fused_gen DIR --experts E --tokens T --clusters C [--tile 64|auto]
           [--per-cluster 2] [--zipf 1.0] [--seed 1] [--hidden 2048]
-          [--inter 768] [--inputs [--packed]] */
+          [--inter 768] [--shards 1] [--inputs [--packed]] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +53,7 @@
 
 typedef struct gen_opts {
   const char *dir;
-  uint32_t experts, tokens, clusters, tile, per_cluster, hidden, inter;
+  uint32_t experts, tokens, clusters, tile, per_cluster, hidden, inter, shards;
   double zipf;
   uint64_t seed;
   int inputs, packed, tile_auto;
@@ -93,13 +97,13 @@ static int usage(const char *why) {
   fprintf(stderr,
           "moe_fused_gen: %s\nusage: moe_fused_gen DIR --experts E --tokens T --clusters C "
           "[--tile 64|auto] [--per-cluster 2] [--zipf 1.0] [--seed 1] [--hidden 2048] [--inter 768] "
-          "[--inputs [--packed]]\n",
+          "[--shards 1] [--inputs [--packed]]\n",
           why);
   return 2;
 }
 
 static int parse(int argc, char **argv, gen_opts *o) {
-  *o = (gen_opts){NULL, 0, 0, 0, 64, 2, 2048, 768, 1.0, 1, 0, 0, 0};
+  *o = (gen_opts){NULL, 0, 0, 0, 64, 2, 2048, 768, 1, 1.0, 1, 0, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--inputs")) {
@@ -141,6 +145,7 @@ static int parse(int argc, char **argv, gen_opts *o) {
                       : !strcmp(a, "--per-cluster") ? &o->per_cluster
                       : !strcmp(a, "--hidden")      ? &o->hidden
                       : !strcmp(a, "--inter")       ? &o->inter
+                      : !strcmp(a, "--shards")      ? &o->shards
                                                     : NULL;
       if (!dst)
         return usage("unknown option");
@@ -150,8 +155,10 @@ static int parse(int argc, char **argv, gen_opts *o) {
     }
   }
   if (!o->dir || o->experts < 2 || !o->tokens || !o->clusters || !o->tile || !o->per_cluster ||
-      !o->hidden || !o->inter)
+      !o->hidden || !o->inter || !o->shards)
     return usage("DIR, --experts (>= 2), --tokens and --clusters are required, counts > 0");
+  if (o->inter % (32 * o->shards))
+    return usage("--inter must split into --shards shards of whole 32-column chunks");
   if (o->packed && !o->inputs)
     return usage("--packed lays out the weights of --inputs");
   if (o->packed && (o->hidden % 32 || o->inter % 32))
@@ -413,9 +420,12 @@ int main(int argc, char **argv) {
     fprintf(f, "task-extents=%u range-lengths=inter:", positions);
     for (uint32_t p = 0; p < positions; p++)
       fprintf(f, "%s%u", p ? "," : "", o.inter);
+    /* down's range: whole 16-column m-tiles per shard, rounded up (the
+       handlers skip the columns past hidden) */
+    uint32_t hidden_range = (o.hidden + 16 * o.shards - 1) / (16 * o.shards) * 16 * o.shards;
     fprintf(f, ";hidden:");
     for (uint32_t p = 0; p < positions; p++)
-      fprintf(f, "%s%u", p ? "," : "", o.hidden);
+      fprintf(f, "%s%u", p ? "," : "", hidden_range);
     rc = fclose(f) != 0;
   }
   char num[32];

@@ -63,10 +63,15 @@
 #endif
 
 #define ISHARD (MOE_INTER / MOE_CS)  /* intermediate columns per rank */
-#define HSHARD (MOE_HIDDEN / MOE_CS) /* output columns per rank */
+/* output columns per rank: whole 16-column m-tiles, rounded up when the
+   cluster size does not divide hidden (3: 688, the last rank's 672 valid;
+   moe_fused_gen --shards gives down that range) */
+#define HSHARD ((MOE_HIDDEN / 16 + MOE_CS - 1) / MOE_CS * 16)
+#define HSHARD_EVEN (MOE_HIDDEN % (16 * MOE_CS) == 0)
 #define ICHUNKS (ISHARD / 32)        /* 32-column chunks of an UpShard */
 
-_Static_assert(ISHARD % 32 == 0, "intermediate shard must be a multiple of 32");
+_Static_assert(MOE_INTER % MOE_CS == 0 && ISHARD % 32 == 0,
+               "intermediate shards must be equal multiples of 32");
 _Static_assert(HSHARD % 16 == 0, "hidden shard must be a multiple of 16");
 _Static_assert(MOE_HIDDEN % 32 == 0, "hidden must be a multiple of 32");
 _Static_assert(MOE_TT % 8 == 0 && MOE_TT <= 64, "token tile: a multiple of 8, at most 64");
@@ -411,8 +416,15 @@ static inline uint32_t ntiles(uint32_t count) {
 #define GU_BULK(...) GU_BULK_(__VA_ARGS__)
 GU_BULK(MOE_GU_BULK)
 #else
+/* Groups of 3 m-tiles where they divide the shard (24 or 48 m-tiles at
+   clusters of 4 or 2), of 2 otherwise (32 at clusters of 3). */
+#if (MOE_INTER / MOE_CS / 8) % 3 == 0
+#define GU_MW 3
+#else
+#define GU_MW 2
+#endif
 #ifndef MOE_GU_RING /* MW, DW and DX for 1, 2, 4 and 8 n-tiles */
-#define MOE_GU_RING 1, 16, 8, 1, 16, 4, 1, 16, 2, 3, 2, 1
+#define MOE_GU_RING 1, 16, 8, 1, 16, 4, 1, 16, 2, GU_MW, 2, 1
 #endif
 #define GU_RING_(m1, a1, b1, m2, a2, b2, m4, a4, b4, m8, a8, b8)                                 \
   GATE_UP_RUN(1, m1, a1, b1, 1)                                                                  \
@@ -433,7 +445,7 @@ GU_RING(MOE_GU_RING)
 #define GU_RING_FINE_(NT, ...) GATE_UP_RUN(NT, __VA_ARGS__)
 #else
 #ifndef MOE_GU_RING_FINE /* MW, DW and DX for 5, 6 and 7 n-tiles */
-#define MOE_GU_RING_FINE 3, 2, 1
+#define MOE_GU_RING_FINE GU_MW, 2, 1
 #endif
 #define GU_RING_FINE_(NT, ...) GATE_UP_RUN(NT, __VA_ARGS__, 1)
 #endif
@@ -773,6 +785,7 @@ typedef struct out_rows {
   const float *weights;
   float *out;
   uint32_t count;
+  uint32_t mtiles; /* the shard's m-tiles inside hidden (HSHARD_EVEN: DN_MTILES) */
 } out_rows;
 
 /* One of the two additions an Output element receives; 0 + a + b is the
@@ -833,7 +846,7 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
     enum { CH_ = CH, NB_ = BK_NB(1, CH), U_ = DN_U(DW, DX), LONG_ = DN_LONG(DW, DX) };           \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
-    uint32_t nsteps = (DN_MTILES - w + nw - 1) / nw * DN_KSTEPS;                                 \
+    uint32_t nsteps = ((HSHARD_EVEN ? DN_MTILES : rows->mtiles) - w + nw - 1) / nw * DN_KSTEPS;  \
     u32x4 a[LANES][DW][2], b[LANES][DX ? DX : 1][NT];                                            \
     float acc[LANES][NT][4];                                                                     \
     FOR_LANES(L, Li)                                                                             \
@@ -973,7 +986,10 @@ void moe_down(const df_ctx *ctx) {
     parts[p] = df_ctx_input(ctx, p);
   out_rows rows = {(const int32_t *)df_ctx_tensor(ctx, T_TOKENS) + tk.start,
                    (const float *)df_ctx_tensor(ctx, T_WEIGHTS) + tk.start,
-                   (float *)df_ctx_tensor(ctx, T_OUTPUT) + col0, tk.count};
+                   (float *)df_ctx_tensor(ctx, T_OUTPUT) + col0, tk.count,
+                   HSHARD_EVEN || col0 + HSHARD <= MOE_HIDDEN ? DN_MTILES
+                   : col0 < MOE_HIDDEN                        ? (MOE_HIDDEN - col0) / 16
+                                                              : 0};
   uint32_t nt = ntiles(tk.count);
   uint8_t *ws = bk_workspace(ctx);
   FOR_WARPS(ctx, w, nw)
