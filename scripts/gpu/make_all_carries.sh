@@ -29,8 +29,9 @@ PRUNE='*.fuse.* *.spread.* *.loop.* u1x128k.even.fan4.* u1x128k.even264* u1x128k
 (cd build-bench-carry && for p in $PRUNE; do rm -f $p; done)
 bash bench/overhead/make_carry.sh build-overhead-carry
 
-# MoE: run P's rows (register layout), run Q's fragment-packed rows and
-# run U's 1024-token row (bench/moe/README.md), side by side.
+# MoE: run P's rows (register layout), run Q's fragment-packed rows, run
+# U's small-tile rows and run V's clusters of 3 (bench/moe/README.md), side
+# by side (run P's c4x120n6 no longer carried: its packed twin is).
 moe() { # NAME:SMS:CLUSTER TOKENS [VAR=VALUE...]
   local variant=$1 tokens=$2
   shift 2
@@ -40,7 +41,6 @@ td=-DMOE_GU_RING=3,4,4,3,4,4,3,2,2,3,2,1
 moe c4x120:120:4 "128 256 512 1024"
 moe c4x120td:120:4 "512 1024" MOE_CFLAGS="$td"
 moe c2s6t48:132:2 1024 MOE_TILE=48 MOE_GU_STAGE=8 MOE_CFLAGS=-DMOE_NT6
-moe c4x120n6:120:4 "128 256 512" MOE_CFLAGS=-DMOE_NT6
 moe c4x120n6pkr4:120:4 128 MOE_PACKED=1 "MOE_CFLAGS=-DMOE_NT6 -DMOE_GU_RING=1,4,4,1,4,4,1,4,2,3,2,1"
 moe c4x120n6pk:120:4 "256 512" MOE_PACKED=1 MOE_CFLAGS=-DMOE_NT6
 moe c4x120tdpk:120:4 512 MOE_PACKED=1 MOE_CFLAGS="$td"
@@ -54,6 +54,10 @@ moe c2s3t20pkm1:132:2 512 MOE_PACKED=1 MOE_TILE=20 MOE_GU_STAGE=8 \
   "MOE_CFLAGS=-DMOE_NT_FINE -DMOE_NT3 -DMOE_GU_STAGE_MIN_NT=1"
 moe c2sft40pkm4:132:2 1024 MOE_PACKED=1 MOE_TILE=40 MOE_GU_STAGE=8 \
   "MOE_CFLAGS=-DMOE_NT_FINE -DMOE_GU_STAGE_MIN_NT=4"
+# run V: clusters of 3 on the 117 SMs that hold 39 of them (a third of an
+# expert per SM), tiles from --tile auto (16 / 32 rows), every task staged
+moe c3x117s3tapkm1:117:3 "128 256" MOE_PACKED=1 MOE_TILE=auto MOE_GU_STAGE=8 \
+  "MOE_CFLAGS=-DMOE_NT_FINE -DMOE_NT3 -DMOE_GU_STAGE_MIN_NT=1"
 
 scripts/gpu/make_fusion_carry.sh .gpu-fuse 1024
 scripts/gpu/make_ring_carry.sh .gpu-ring
