@@ -25,8 +25,9 @@
 #           reports that)
 #   c4x120  120 SMs, clusters of 4: in case a GPC has fewer than 16 SMs and
 #           32 4-clusters do not fit either
-#   c3      132 SMs, clusters of 3 (a third of an expert per SM; down's
-#           shards are 688 columns, the last rank's 672 valid)
+#   c3x117  117 SMs, clusters of 3 (the 39 the H200 co-schedules; a third
+#           of an expert per SM; down's shards are 688 columns, the last
+#           rank's 672 valid)
 # usage: bench/moe/make_moe_carry.sh DIR
 #   (env: DF_BIN, MOE_SEED, MOE_TOKENS="128 256 512 1024",
 #    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER,
