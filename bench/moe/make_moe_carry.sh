@@ -31,6 +31,9 @@
 # usage: bench/moe/make_moe_carry.sh DIR
 #   (env: DF_BIN, MOE_SEED, MOE_TOKENS="128 256 512 1024",
 #    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER,
+#    MOE_TT: token rows of a task's slots (the handlers' MOE_TT, default
+#    64; smaller halves the slots and the cluster gather's bytes, and needs
+#    MOE_TILE <= MOE_TT),
 #    MOE_TILE: most tokens per task (moe_fused_gen --tile, default 64 =
 #    the handlers' MOE_TT; smaller tiles make more, lighter tasks; auto:
 #    the smallest of 16-64 whose tasks fit one round on the clusters),
@@ -59,6 +62,15 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_moe_carry.sh DIR}"
 seed="${MOE_SEED:-1}"
 tokens="${MOE_TOKENS:-128 256 512 1024}"
+tt="${MOE_TT:-64}"
+case "$tt" in
+  8 | 16 | 24 | 32 | 40 | 48 | 56 | 64) ;;
+  *) echo "make_moe_carry.sh: MOE_TT=$tt: a multiple of 8 up to 64" >&2; exit 1 ;;
+esac
+if [ "$tt" != 64 ] && { [ "${MOE_TILE:-64}" = auto ] || [ "${MOE_TILE:-64}" -gt "$tt" ]; }; then
+  echo "make_moe_carry.sh: MOE_TT=$tt needs MOE_TILE <= $tt (a number: auto may pick 64)" >&2
+  exit 1
+fi
 # shellcheck source=scripts/gpu/carry_lib.sh
 source "$root/scripts/gpu/carry_lib.sh"
 for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
@@ -66,9 +78,10 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
   vd="$dir/$name"
   mkdir -p "$vd"
   chunks=$((768 / cs / 32))
-  # The program for cluster size cs: UpShard holds 768 / cs columns.
-  sed -e "s/tensor<6x64x32xbf16>/tensor<${chunks}x64x32xbf16>/" \
-      -e "s/tensor<4x6x64x32xbf16>/tensor<${cs}x${chunks}x64x32xbf16>/" \
+  # The program for cluster size cs: UpShard holds 768 / cs columns of
+  # MOE_TT token rows.
+  sed -e "s/tensor<6x64x32xbf16>/tensor<${chunks}x${tt}x32xbf16>/" \
+      -e "s/tensor<4x6x64x32xbf16>/tensor<${cs}x${chunks}x${tt}x32xbf16>/" \
       -e "s/output_arity = 4 : i64/output_arity = $cs : i64/" \
       "$root/examples/moe/moe_fused.mlir" >"$tmp/moe$cs.mlir"
   stage=()
@@ -107,7 +120,7 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
   esac
   # -I: a MOE_HANDLERS copy outside the tree still finds moe_bulk_ring.h
   # shellcheck disable=SC2086 # MOE_CFLAGS is a list of flags
-  clang-22 "${cflags[@]}" ${MOE_CFLAGS:-} "${stage[@]}" -DMOE_CS="$cs" -I"$root/examples/moe" \
+  clang-22 "${cflags[@]}" ${MOE_CFLAGS:-} "${stage[@]}" -DMOE_CS="$cs" -DMOE_TT="$tt" -I"$root/examples/moe" \
     "${MOE_HANDLERS:-$root/examples/moe/moe_fused_handlers.c}" -o "$tmp/moe$cs.bc"
   first=""
   for t in $tokens; do

@@ -489,11 +489,10 @@ GU_RING3_(MOE_GU_RING3)
 #define MOE_GU_STAGE_KC 4 /* k steps per barrier */
 #endif
 #define GS_KC MOE_GU_STAGE_KC
-#define GS_STEP_BYTES (MOE_TT * 64)
+#define GS_STEP_BYTES (64 * 64) /* 64 token rows of 64 bytes, whatever MOE_TT */
 #define GS_CHUNKS (GS_STEPS / GS_KC)
 _Static_assert(GS_STEPS % GS_KC == 0 && GS_CHUNKS >= 2, "stage ring: whole chunks, at least 2");
 _Static_assert(GU_KSTEPS % GS_KC == 0, "stage chunks must divide the k steps");
-_Static_assert(MOE_TT == 64, "a ring step holds 64 token rows");
 #define GS_BYTES (GS_STEPS * GS_STEP_BYTES)
 
 #if defined(__NVPTX__)
