@@ -707,10 +707,10 @@ static inline __attribute__((always_inline)) void gate_up_task(const df_ctx *ctx
 
 void moe_gate_up(const df_ctx *ctx) {
   if (MOE_ZERO_OUTPUT)
-    zero_claim(ctx, df_ctx_range_begin(ctx) / ISHARD);
+    zero_begin(ctx, df_ctx_range_begin(ctx) / ISHARD);
   gate_up_task(ctx);
   if (MOE_ZERO_OUTPUT)
-    zero_publish(ctx, df_ctx_range_begin(ctx) / ISHARD);
+    zero_publish(ctx);
 }
 
 static inline __attribute__((always_inline)) void gate_up_task(const df_ctx *ctx) {

@@ -100,7 +100,7 @@ static inline void zero_slice(const df_ctx *ctx, float *out, uint32_t rows, uint
 }
 
 /* gate_up's first step. `rank`: the instance's shard of the task. */
-static inline void zero_claim(const df_ctx *ctx, uint32_t rank) {
+static inline void zero_begin(const df_ctx *ctx, uint32_t rank) {
   const uint32_t *sy = sync_words(ctx);
   uint32_t first = sy[SY_FIRST], z = first * MOE_CS, pos = zero_position(ctx);
   float *out = (float *)df_ctx_tensor(ctx, T_OUTPUT);
@@ -109,7 +109,8 @@ static inline void zero_claim(const df_ctx *ctx, uint32_t rank) {
     zero_slice(ctx, out, sy[SY_ROWS], pos * MOE_CS + rank, z);
 #else
   (void)pos, (void)rank;
-  /* The first gate_up of the launch: one thread adds, all learn it. */
+  /* The first gate_up of the launch: every thread reads the word before
+     the first barrier, thread 0 sets it after the second. */
   uint32_t *word = (uint32_t *)&sy[SY_ZEROED];
   if (sy_acquire(word) == 0) {
     df_ctx_barrier(ctx);
@@ -123,12 +124,10 @@ static inline void zero_claim(const df_ctx *ctx, uint32_t rank) {
 }
 
 /* gate_up's last step (the GPU): publish the slice. */
-static inline void zero_publish(const df_ctx *ctx, uint32_t rank) {
+static inline void zero_publish(const df_ctx *ctx) {
 #if defined(__NVPTX__)
   uint32_t *sy = sync_words(ctx);
-  uint32_t first = sy[SY_FIRST];
-  (void)rank;
-  if (zero_position(ctx) >= first)
+  if (zero_position(ctx) >= sy[SY_FIRST])
     return;
   sy_fence(); /* this thread's zero stores */
   df_ctx_barrier(ctx);
@@ -137,7 +136,7 @@ static inline void zero_publish(const df_ctx *ctx, uint32_t rank) {
     sy_red(&sy[SY_ZEROED], 1);
   }
 #else
-  (void)ctx, (void)rank;
+  (void)ctx;
 #endif
 }
 
