@@ -817,25 +817,29 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
 
 /* down: an m-tile is 16 output columns of this rank's shard (rows of Wd),
    k the 768 intermediate columns gathered from the MOE_CS ranks. A ring
-   whose period U does not divide the m-tile's 24 k steps (DW = 16) is
-   unrolled over lcm(U, 24) steps instead (DN_U), each step leaving the
-   loop once past the warp's steps (an odd m-tile count). */
-#define DN_GCD24(U)                                                                              \
-  ((U) % 24 == 0 ? 24                                                                            \
-   : (U) % 12 == 0 ? 12                                                                          \
-   : (U) % 8 == 0  ? 8                                                                           \
-   : (U) % 6 == 0  ? 6                                                                           \
-   : (U) % 4 == 0  ? 4                                                                           \
-   : (U) % 3 == 0  ? 3                                                                           \
-   : (U) % 2 == 0  ? 2                                                                           \
-                   : 1)
+   whose period U does not divide the m-tile's k steps (24: DW = 16) is
+   unrolled over lcm(U, k steps) instead (DN_U, at most two m-tiles), each
+   step leaving the loop once past the warp's steps (an odd m-tile
+   count). */
+#define DN_BOTH(U, D) ((U) % (D) == 0 && DN_KSTEPS % (D) == 0)
+#define DN_GCD(U)                                                                                \
+  (DN_BOTH(U, 24)   ? 24                                                                         \
+   : DN_BOTH(U, 16) ? 16                                                                         \
+   : DN_BOTH(U, 12) ? 12                                                                         \
+   : DN_BOTH(U, 8)  ? 8                                                                          \
+   : DN_BOTH(U, 6)  ? 6                                                                          \
+   : DN_BOTH(U, 4)  ? 4                                                                          \
+   : DN_BOTH(U, 3)  ? 3                                                                          \
+   : DN_BOTH(U, 2)  ? 2                                                                          \
+                    : 1)
 #define DN_LONG(DW, DX) (DN_KSTEPS % RING_U(DW, DX) != 0)
 #define DN_U(DW, DX)                                                                             \
-  (DN_LONG(DW, DX) ? RING_U(DW, DX) * DN_KSTEPS / DN_GCD24(RING_U(DW, DX)) : RING_U(DW, DX))
+  (DN_LONG(DW, DX) ? RING_U(DW, DX) * DN_KSTEPS / DN_GCD(RING_U(DW, DX)) : RING_U(DW, DX))
 #define DOWN_RUN(NT, DW, DX, CH)                                                                 \
-  _Static_assert(DN_KSTEPS == 24 && DN_U(DW, DX) <= 48 && RING_U(DW, DX) % DW == 0 &&            \
+  _Static_assert(DN_U(DW, DX) % DN_KSTEPS == 0 || !DN_LONG(DW, DX), "ring period: lcm");        \
+  _Static_assert(DN_U(DW, DX) <= 2 * DN_KSTEPS && RING_U(DW, DX) % DW == 0 &&                    \
                      (DX == 0 || RING_U(DW, DX) % (DX ? DX : 1) == 0),                           \
-                 "ring depths must divide, unrolled at most 48 steps");                          \
+                 "ring depths must divide, unrolled over at most two m-tiles");                  \
   _Static_assert(!DN_BULK_ON || (DN_KSTEPS % CH == 0 && BK_STAGES(1, CH) >= 2 &&                 \
                            DW <= (BK_STAGES(1, CH) - 1) * CH),                                   \
                  "bulk ring: chunks divide the k steps, 2+ stages, DW within the stages ahead"); \
