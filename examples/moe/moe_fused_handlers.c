@@ -68,6 +68,10 @@
    moe_fused_gen --shards gives down that range) */
 #define HSHARD ((MOE_HIDDEN / 16 + MOE_CS - 1) / MOE_CS * 16)
 #define HSHARD_EVEN (MOE_HIDDEN % (16 * MOE_CS) == 0)
+/* down's step count per warp assumes every warp (up to 32) has an m-tile
+   on the last rank too */
+_Static_assert(HSHARD_EVEN || (MOE_HIDDEN - (MOE_CS - 1) * HSHARD) / 16 >= 32,
+               "the last rank's shard inside hidden must hold an m-tile per warp");
 #define ICHUNKS (ISHARD / 32)        /* 32-column chunks of an UpShard */
 
 _Static_assert(MOE_INTER % MOE_CS == 0 && ISHARD % 32 == 0,
