@@ -707,16 +707,6 @@ static inline uint8_t *bk_workspace(const df_ctx *ctx) {
 #endif
 }
 
-static inline __attribute__((always_inline)) void gate_up_task(const df_ctx *ctx);
-
-void moe_gate_up(const df_ctx *ctx) {
-  if (MOE_ZERO_OUTPUT)
-    zero_begin(ctx, df_ctx_range_begin(ctx) / ISHARD);
-  gate_up_task(ctx);
-  if (MOE_ZERO_OUTPUT)
-    zero_publish(ctx);
-}
-
 static inline __attribute__((always_inline)) void gate_up_task(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
   if (tk.count == 0 || MOE_PROBE == 2)
@@ -779,6 +769,14 @@ static inline __attribute__((always_inline)) void gate_up_task(const df_ctx *ctx
 #endif
   default: gate_up_run_8(ctx, wgu, x, xoff, out, ws, w, nw); break;
   }
+}
+
+void moe_gate_up(const df_ctx *ctx) {
+  if (MOE_ZERO_OUTPUT)
+    zero_begin(ctx, df_ctx_range_begin(ctx) / ISHARD);
+  gate_up_task(ctx);
+  if (MOE_ZERO_OUTPUT)
+    zero_publish(ctx);
 }
 
 /* Where down's results go: the task's token ids and routing weights, the
