@@ -264,6 +264,9 @@ static inline moe_task task_of(const df_ctx *ctx) {
 #endif
 static inline uint32_t ntiles(uint32_t count) {
   uint32_t nt = (count + 7) / 8;
+#ifdef MOE_WGMMA
+  return nt; /* wgmma takes any multiple of 8 rows */
+#endif
 #ifdef MOE_NT3
   if (nt == 3)
     return 3;
@@ -279,6 +282,7 @@ static inline uint32_t ntiles(uint32_t count) {
 }
 
 #include "moe_bulk_ring.h"
+#include "moe_wgmma.h"
 #include "moe_zero_output.h"
 
 /* The smallest n-tile count a staged build (MOE_GU_STAGE) stages (default
@@ -357,16 +361,18 @@ static inline uint32_t ntiles(uint32_t count) {
   }
 /* The last k step of group w + nw (s / GU_KSTEPS) is done: h = SiLU(gate)
    * up -> UpShard[m / 32][token][m % 32], accumulators cleared. */
-#define GU_STORE_H(MW, NT)                                                                       \
+#define GU_STORE_H(MW, NT) GU_STORE_H_MT(MW, NT, w + nw * (s / GU_KSTEPS), mg_ * MW + q)
+/* The same for group MG, whose m-tile q is MT (an expression of mg_, q). */
+#define GU_STORE_H_MT(MW, NT, MG, MT)                                                            \
   do {                                                                                           \
-    uint32_t mg_ = w + nw * (s / GU_KSTEPS);                                                     \
+    uint32_t mg_ = (MG);                                                                         \
     FOR_LANES(L, Li) {                                                                           \
       uint32_t g = L >> 2, t = L & 3;                                                            \
       UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                    \
           UNROLL for (int i = 0; i < 2; i++) {                                                   \
-        uint32_t m = (mg_ * MW + q) * 8 + g, n = 8 * j + 2 * t + i;                              \
+        uint32_t m = (MT) * 8 + g, n = 8 * j + 2 * t + i;                                        \
         float h = silu(acc[Li][q][j][i]) * acc[Li][q][j][i + 2];                                 \
-        out[((m / 32) * MOE_TT + n) * 32 + m % 32] = f32_to_bf16(h);                             \
+        out[UP_INDEX(n, m)] = f32_to_bf16(h);                                                    \
         acc[Li][q][j][i] = acc[Li][q][j][i + 2] = 0.0f;                                          \
       }                                                                                          \
     }                                                                                            \
@@ -397,6 +403,13 @@ static inline uint32_t ntiles(uint32_t count) {
       a[Li][slot][q_][1] = ld_stream(p_ + (PACKED ? 256 : (uint64_t)MOE_INTER * MOE_HIDDEN));    \
     }                                                                                            \
   } while (0)
+/* The same addressing for the wgmma paths (moe_wgmma.h): lane L's 16 bytes of m-tile mt's gate row 8 mt + g at k step ks (8 k from
+   8 t); its up row is GU_A_HALF elements further. */
+__attribute__((unused)) static inline const uint16_t *gu_a_ptr(const uint16_t *wgu, uint32_t mt, uint32_t ks, uint32_t L) {
+  return PACKED ? wgu + ((uint64_t)mt * GU_KSTEPS + ks) * 512 + 8 * L
+                : wgu + (uint64_t)(mt * 8 + (L >> 2)) * MOE_HIDDEN + ks * 32 + 8 * (L & 3);
+}
+#define GU_A_HALF (PACKED ? 256 : (uint64_t)MOE_INTER * MOE_HIDDEN)
 /* Slot `slot` <- the token rows of step `step` (the same for every m-tile). */
 #define GU_LOAD_B(NT, slot, step)                                                                \
   do {                                                                                           \
@@ -531,7 +544,7 @@ static inline __attribute__((always_inline)) void gs_issue(gs_ring ring, const u
   uint32_t k = (step % GU_KSTEPS) * 32;
   for (uint32_t ci = first; ci < rows * 4; ci += stride) {
     uint32_t n = ci >> 2;
-    gs_copy(st + ci * 16,
+    gs_copy(st + GS_COPY_CI(ci),
             x + (uint64_t)tokens[n < count ? n : count - 1] * MOE_HIDDEN + k + 8 * (ci & 3));
   }
 }
@@ -604,7 +617,7 @@ static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
         UNROLL for (int j = 0; j < NT; j++) {                                                    \
           /* one n-tile's token fragment at a time: 4 registers live, not 32 */                  \
           u32x4 b[LANES];                                                                        \
-          FOR_LANES(L, Li) b[Li] = sm_read(st_ + ((8 * j + (L >> 2)) * 4 + (L & 3)) * 16);       \
+          FOR_LANES(L, Li) b[Li] = sm_read(st_ + GS_COPY_OFF(8 * j + (L >> 2), L & 3));          \
           UNROLL for (int q = 0; q < MW; q++) UNROLL for (int half = 0; half < 2; half++)        \
               warp_mma(acc[0][q][j], MW * NT * 4, a[0][u][q], DW * MW * 2, &b[0], 1, half);      \
         }                                                                                        \
@@ -651,12 +664,104 @@ GU_STAGED_(3, MOE_GU_STAGED_RING)
 #if MOE_GU_STAGE_MIN_NT <= 4
 GU_STAGED_(4, MOE_GU_STAGED_RING)
 #endif
+#if WGMMA
+/* gate_up on warpgroups (moe_wgmma.h) from the staged ring: block b of a
+   rank is m-tiles 4 b .. 4 b + 3, warp i of a warpgroup takes m-tile
+   4 b + i; a warpgroup walks groups of MW blocks (wg, wg + nwg, ...), every
+   warp the same step count (the ring's barriers), a warpgroup without a
+   group in the last pass repeating the last one unstored. */
+#define GU_WG_BLOCKS (GU_MTILES / 4)
+#ifndef MOE_WG_GU_RING /* MW and DW */
+#define MOE_WG_GU_RING 1, 8
+#endif
+#define GATE_UP_WG(NT, MW, DW)                                                                   \
+  _Static_assert(GU_KSTEPS % DW == 0, "wgmma gate_up: ring depth must divide the k steps");      \
+  _Static_assert(GU_MTILES % (4 * MW) == 0, "wgmma gate_up: groups of MW blocks of 4 m-tiles");  \
+  static inline __attribute__((always_inline)) void gate_up_wg_##NT(                             \
+      const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const int32_t *tokens,          \
+      uint32_t count, gs_ring ring, uint16_t *out, uint32_t w, uint32_t nw, uint32_t first,      \
+      uint32_t stride) {                                                                         \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx;                                                                      \
+    const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4, groups = GU_WG_BLOCKS / MW;             \
+    uint32_t nsteps = (groups + nwg - 1) / nwg * GU_KSTEPS;                                      \
+    u32x4 a[LANES][DW][MW][2];                                                                   \
+    float acc[LANES][MW][NT][4];                                                                 \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
+        UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
+    for (uint32_t c = 0; c + 1 < GS_CHUNKS; c++) {                                               \
+      UNROLL for (int u = 0; u < GS_KC; u++)                                                     \
+          gs_issue(ring, x, tokens, count, 8 * NT, c * GS_KC + u, nsteps, first, stride);        \
+      gs_commit();                                                                               \
+    }                                                                                            \
+    UNROLL for (int u = 0; u < DW; u++) GU_WG_LOAD_A(MW, u, u);                                  \
+    for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
+      UNROLL for (int u = 0; u < DW; u++) {                                                      \
+        uint32_t s = s0 + u, mg = wg + nwg * (s / GU_KSTEPS);                                    \
+        if (s % GS_KC == 0) {                                                                    \
+          GS_WAIT(GS_CHUNKS - 2);                                                                \
+          WG_PROXY_FENCE(); /* this thread's copies, to the tensor cores' reads */               \
+          GS_BARRIER(ctx);                                                                       \
+          UNROLL for (int v = 0; v < GS_KC; v++)                                                 \
+              gs_issue(ring, x, tokens, count, 8 * NT, s + GS_STEPS - GS_KC + v, nsteps, first,  \
+                       stride);                                                                  \
+          gs_commit();                                                                           \
+        }                                                                                        \
+        WG_STEP(NT, MW, &acc[0][0][0][0], MW * NT * 4, &a[0][u][0][0], DW * MW * 2,              \
+                ring + (s % GS_STEPS) * GS_STEP_BYTES, WG_RING_LBO);                             \
+        if (s + DW < nsteps)                                                                     \
+          GU_WG_LOAD_A(MW, u, s + DW);                                                           \
+        if (u == DW - 1 && (s + 1) % GU_KSTEPS == 0 && mg < groups)                              \
+          GU_STORE_H_MT(MW, NT, mg, (mg_ * MW + q) * 4 + wi);                                    \
+      }                                                                                          \
+    }                                                                                            \
+    GS_WAIT(0);                                                                                  \
+    GS_BARRIER(ctx);                                                                             \
+  }
+/* Slot `slot` <- this warp's m-tile of each block of the group of step
+   `step` (clamped: past the last group, the last one again). */
+#define GU_WG_LOAD_A(MW, slot, step)                                                             \
+  do {                                                                                           \
+    uint32_t st_ = (step), mg_ = gu_clamp(wg + nwg * (st_ / GU_KSTEPS), groups);                 \
+    FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++) {                                    \
+      const uint16_t *p_ = gu_a_ptr(wgu, (mg_ * MW + q_) * 4 + wi, st_ % GU_KSTEPS, L);          \
+      a[Li][slot][q_][0] = ld_stream(p_);                                                        \
+      a[Li][slot][q_][1] = ld_stream(p_ + GU_A_HALF);                                            \
+    }                                                                                            \
+  } while (0)
+#define GU_WG_(NT, ...) GATE_UP_WG(NT, __VA_ARGS__)
+GU_WG_(1, MOE_WG_GU_RING)
+GU_WG_(2, MOE_WG_GU_RING)
+GU_WG_(3, MOE_WG_GU_RING)
+GU_WG_(4, MOE_WG_GU_RING)
+GU_WG_(5, MOE_WG_GU_RING)
+GU_WG_(6, MOE_WG_GU_RING)
+GU_WG_(7, MOE_WG_GU_RING)
+GU_WG_(8, MOE_WG_GU_RING)
+#endif
 #define GU_STAGED_CALL(NT)                                                                       \
   gate_up_staged_##NT(ctx, wgu, x, tokens, count, ring, out, ws, w, nw, first, stride)
 static inline __attribute__((always_inline)) void
 gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x,
                const int32_t *tokens, uint32_t count, gs_ring ring, uint16_t *out, uint8_t *ws,
                uint32_t w, uint32_t nw, uint32_t first, uint32_t stride) {
+#if WGMMA
+  if (wg_whole(ctx)) {
+    switch (nt) {
+#define GU_WG_CASE(NT)                                                                           \
+  case NT: gate_up_wg_##NT(ctx, wgu, x, tokens, count, ring, out, w, nw, first, stride); return;
+      GU_WG_CASE(1)
+      GU_WG_CASE(2)
+      GU_WG_CASE(3)
+      GU_WG_CASE(4)
+      GU_WG_CASE(5)
+      GU_WG_CASE(6)
+      GU_WG_CASE(7)
+      default: GU_WG_CASE(8)
+    }
+  }
+#endif
 #define GU_STAGED_IF(NT)                                                                         \
   if (nt == NT) {                                                                                \
     GU_STAGED_CALL(NT);                                                                          \
@@ -775,6 +880,9 @@ void moe_gate_up(const df_ctx *ctx) {
   if (MOE_ZERO_OUTPUT)
     zero_begin(ctx, df_ctx_range_begin(ctx) / ISHARD);
   gate_up_task(ctx);
+#if WGMMA
+  WG_PROXY_FENCE(); /* the h stores, to the tensor cores' reads of them in down */
+#endif
   if (MOE_ZERO_OUTPUT)
     zero_publish(ctx);
 }
@@ -907,6 +1015,13 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
       a[Li][slot][1] = ld_stream(p_ + (PACKED ? 256 : 8 * MOE_INTER));                           \
     }                                                                                            \
   } while (0)
+/* The same addressing for the wgmma paths: lane L's 16 bytes of Wd row 16 mt + g at k step ks (8 k from 8 t); row
+   16 mt + g + 8 is DN_A_HALF elements further. */
+__attribute__((unused)) static inline const uint16_t *dn_a_ptr(const uint16_t *wd, uint32_t mt, uint32_t ks, uint32_t L) {
+  return PACKED ? wd + ((uint64_t)mt * DN_KSTEPS + ks) * 512 + 8 * L
+                : wd + (uint64_t)(mt * 16 + (L >> 2)) * MOE_INTER + ks * 32 + 8 * (L & 3);
+}
+#define DN_A_HALF (PACKED ? 256 : 8 * MOE_INTER)
 #if BULK
 #define DN_LOAD_A(slot, step)                                                                    \
   do {                                                                                           \
@@ -927,7 +1042,7 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
     const uint16_t *part_ = part_of(parts, kk_ / ICHUNKS) + (kk_ % ICHUNKS) * MOE_TT * 32;       \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int j = 0; j < NT; j++)                                                          \
-        b[Li][slot][j] = ld_slot(part_ + (8 * j + (L >> 2)) * 32 + 8 * (L & 3));                 \
+        b[Li][slot][j] = ld_slot(part_ + UP_ROW_OFF(8 * j + (L >> 2)) + UP_K_OFF(L & 3));        \
   } while (0)
 #if DN_BULK_ON
 #ifndef MOE_DN_BULK /* DW, DX and CH for 1, 2, 4 and 8 n-tiles */
@@ -973,6 +1088,100 @@ DN_RING_FINE_(7, MOE_DN_RING_FINE)
 DN_RING3_(MOE_DN_RING3)
 #endif
 
+#if WGMMA
+/* down on warpgroups (moe_wgmma.h): block b is m-tiles 4 b .. 4 b + 3 of
+   the shard, warp i of a warpgroup takes m-tile 4 b + i; a warpgroup walks
+   groups of MW blocks (wg, wg + nwg, ...). An m-tile past the shard's last
+   (an odd count, the last rank at clusters of 3) loads the last one's
+   weights again and stores nothing. The B operand is the gathered h in the
+   UpShard slots, k step kk = chunk kk % ICHUNKS of part kk / ICHUNKS. */
+#ifndef MOE_WG_DN_RING /* MW and DW */
+#define MOE_WG_DN_RING 1, 8
+#endif
+#define DOWN_WG(NT, MW, DW)                                                                      \
+  _Static_assert(DN_KSTEPS % DW == 0, "wgmma down: ring depth must divide the k steps");         \
+  static inline __attribute__((always_inline)) void down_wg_##NT(                                \
+      const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
+      const out_rows *rows, uint32_t w, uint32_t nw) {                                           \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx;                                                                      \
+    const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4;                                         \
+    const uint32_t mtiles = HSHARD_EVEN ? DN_MTILES : rows->mtiles;                              \
+    const uint32_t groups = (mtiles + 4 * MW - 1) / (4 * MW);                                    \
+    if (wg >= groups)                                                                            \
+      return;                                                                                    \
+    uint32_t nsteps = (groups - wg + nwg - 1) / nwg * DN_KSTEPS;                                 \
+    u32x4 a[LANES][DW][MW][2];                                                                   \
+    float acc[LANES][MW][NT][4];                                                                 \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
+        UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
+    UNROLL for (int u = 0; u < DW; u++) DN_WG_LOAD_A(MW, u, u);                                  \
+    for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
+      UNROLL for (int u = 0; u < DW; u++) {                                                      \
+        uint32_t s = s0 + u, kk = s % DN_KSTEPS;                                                 \
+        const uint16_t *b_ = part_of(parts, kk / ICHUNKS) + (kk % ICHUNKS) * MOE_TT * 32;        \
+        WG_STEP(NT, MW, &acc[0][0][0][0], MW * NT * 4, &a[0][u][0][0], DW * MW * 2,              \
+                sm_of((uint8_t *)(uintptr_t)b_), WG_UP_LBO);                                     \
+        if (s + DW < nsteps)                                                                     \
+          DN_WG_LOAD_A(MW, u, s + DW);                                                           \
+        if (u == DW - 1 && (s + 1) % DN_KSTEPS == 0) {                                           \
+          uint32_t mg = wg + nwg * (s / DN_KSTEPS);                                              \
+          FOR_LANES(L, Li) {                                                                     \
+            uint32_t g = L >> 2, t = L & 3;                                                      \
+            UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)              \
+                UNROLL for (int i = 0; i < 4; i++) {                                             \
+              uint32_t mt = (mg * MW + q) * 4 + wi, m = mt * 16 + g + 8 * (i >> 1),              \
+                       n = 8 * j + 2 * t + (i & 1);                                              \
+              if (mt < mtiles && n < rows->count)                                                \
+                add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,               \
+                           rows->weights[n] * acc[Li][q][j][i]);                                 \
+              acc[Li][q][j][i] = 0.0f;                                                           \
+            }                                                                                    \
+          }                                                                                      \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+  }
+#define DN_WG_LOAD_A(MW, slot, step)                                                             \
+  do {                                                                                           \
+    uint32_t st_ = (step), mg_ = wg + nwg * (st_ / DN_KSTEPS);                                   \
+    FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++) {                                    \
+      uint32_t mt_ = (mg_ * MW + q_) * 4 + wi;                                                   \
+      const uint16_t *p_ = dn_a_ptr(wd, mt_ < mtiles ? mt_ : mtiles - 1, st_ % DN_KSTEPS, L);    \
+      a[Li][slot][q_][0] = ld_stream(p_);                                                        \
+      a[Li][slot][q_][1] = ld_stream(p_ + DN_A_HALF);                                            \
+    }                                                                                            \
+  } while (0)
+#define DN_WG_(NT, ...) DOWN_WG(NT, __VA_ARGS__)
+DN_WG_(1, MOE_WG_DN_RING)
+DN_WG_(2, MOE_WG_DN_RING)
+DN_WG_(3, MOE_WG_DN_RING)
+DN_WG_(4, MOE_WG_DN_RING)
+DN_WG_(5, MOE_WG_DN_RING)
+DN_WG_(6, MOE_WG_DN_RING)
+DN_WG_(7, MOE_WG_DN_RING)
+DN_WG_(8, MOE_WG_DN_RING)
+static inline __attribute__((always_inline)) void down_wg(uint32_t nt, const df_ctx *ctx,
+                                                          const uint16_t *wd,
+                                                          const uint16_t *const parts[MOE_CS],
+                                                          const out_rows *rows, uint32_t w,
+                                                          uint32_t nw) {
+  switch (nt) {
+#define DN_WG_CASE(NT)                                                                           \
+  case NT: down_wg_##NT(ctx, wd, parts, rows, w, nw); break;
+    DN_WG_CASE(1)
+    DN_WG_CASE(2)
+    DN_WG_CASE(3)
+    DN_WG_CASE(4)
+    DN_WG_CASE(5)
+    DN_WG_CASE(6)
+    DN_WG_CASE(7)
+    default: DN_WG_CASE(8)
+  }
+}
+#endif
+
 void moe_down(const df_ctx *ctx) {
   moe_task tk = task_of(ctx);
   uint32_t col0 = df_ctx_range_begin(ctx); /* first output column of this shard */
@@ -996,6 +1205,17 @@ void moe_down(const df_ctx *ctx) {
                    : col0 < MOE_HIDDEN                        ? (MOE_HIDDEN - col0) / 16
                                                               : 0};
   uint32_t nt = ntiles(tk.count);
+#if WGMMA
+  /* the gathered h (the peers' copies and this CTA's own stores), to the
+     tensor cores' reads */
+  WG_PROXY_FENCE();
+  df_ctx_barrier(ctx);
+  if (wg_whole(ctx)) {
+    FOR_WARPS(ctx, w, nw)
+    down_wg(nt, ctx, wd, parts, &rows, w, nw);
+    return;
+  }
+#endif
   uint8_t *ws = bk_workspace(ctx);
   FOR_WARPS(ctx, w, nw)
   switch (nt) {
