@@ -55,7 +55,10 @@
 #    MOE_PACKED=1): both GEMMs stream their weights through a KB KiB ring
 #    per warp filled by bulk copies (-DMOE_BULK=KB; both handlers declare
 #    df.workspace_bytes = 8 warps x (KB KiB + 128), so the plan's slots
-#    and the rings must fit the SM's shared memory together). Run the script
+#    and the rings must fit the SM's shared memory together); MOE_WG=GU,DN,MW:
+#    both GEMMs on wgmma (-DMOE_WGMMA, examples/moe/moe_wgmma.h) with GU and
+#    DN stages per warpgroup of MW 4 KB A tiles (gate_up's with a 4 KB
+#    token tile); both handlers declare the two warpgroups' rings. Run the script
 #    several times into one DIR with distinct names.)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -98,6 +101,19 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
     ws_gu=$((ws_gu + 8 * (1024 * MOE_BULK + 128)))
     ws_dn=$ws_gu
     stage+=(-DMOE_BULK="$MOE_BULK")
+  fi
+  # MOE_WG=GU,DN,MW: the warpgroup GEMMs (-DMOE_WGMMA, moe_wgmma.h) with
+  # GU / DN stages per warpgroup of MW A tiles (gate_up's stages also hold
+  # a token tile), two warpgroups (256 threads).
+  if [ -n "${MOE_WG:-}" ]; then
+    IFS=, read -r wg_gu wg_dn wg_mw <<<"$MOE_WG"
+    [ -n "$wg_gu" ] && [ -n "$wg_dn" ] && [ -n "$wg_mw" ] ||
+      { echo "make_moe_carry.sh: MOE_WG is GU_STAGES,DN_STAGES,MW, not '$MOE_WG'" >&2; exit 1; }
+    stage+=(-DMOE_WGMMA -DMOE_WG_GU_STAGES="$wg_gu" -DMOE_WG_DN_STAGES="$wg_dn" -DMOE_WG_MW="$wg_mw")
+    need=$((2 * wg_gu * (wg_mw + 1) * 4096))
+    [ "$need" -gt "$ws_gu" ] && ws_gu=$need
+    need=$((2 * wg_dn * wg_mw * 4096))
+    [ "$need" -gt "$ws_dn" ] && ws_dn=$need
   fi
   for hw in "moe_gate_up:$ws_gu" "moe_down:$ws_dn"; do
     [ "${hw#*:}" = 0 ] && continue

@@ -664,104 +664,12 @@ GU_STAGED_(3, MOE_GU_STAGED_RING)
 #if MOE_GU_STAGE_MIN_NT <= 4
 GU_STAGED_(4, MOE_GU_STAGED_RING)
 #endif
-#if WGMMA
-/* gate_up on warpgroups (moe_wgmma.h) from the staged ring: block b of a
-   rank is m-tiles 4 b .. 4 b + 3, warp i of a warpgroup takes m-tile
-   4 b + i; a warpgroup walks groups of MW blocks (wg, wg + nwg, ...), every
-   warp the same step count (the ring's barriers), a warpgroup without a
-   group in the last pass repeating the last one unstored. */
-#define GU_WG_BLOCKS (GU_MTILES / 4)
-#ifndef MOE_WG_GU_RING /* MW and DW */
-#define MOE_WG_GU_RING 1, 8
-#endif
-#define GATE_UP_WG(NT, MW, DW)                                                                   \
-  _Static_assert(GU_KSTEPS % DW == 0, "wgmma gate_up: ring depth must divide the k steps");      \
-  _Static_assert(GU_MTILES % (4 * MW) == 0, "wgmma gate_up: groups of MW blocks of 4 m-tiles");  \
-  static inline __attribute__((always_inline)) void gate_up_wg_##NT(                             \
-      const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const int32_t *tokens,          \
-      uint32_t count, gs_ring ring, uint16_t *out, uint32_t w, uint32_t nw, uint32_t first,      \
-      uint32_t stride) {                                                                         \
-    uint32_t lane_ = LANE_ID(ctx);                                                               \
-    (void)lane_, (void)ctx;                                                                      \
-    const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4, groups = GU_WG_BLOCKS / MW;             \
-    uint32_t nsteps = (groups + nwg - 1) / nwg * GU_KSTEPS;                                      \
-    u32x4 a[LANES][DW][MW][2];                                                                   \
-    float acc[LANES][MW][NT][4];                                                                 \
-    FOR_LANES(L, Li)                                                                             \
-    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
-        UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
-    for (uint32_t c = 0; c + 1 < GS_CHUNKS; c++) {                                               \
-      UNROLL for (int u = 0; u < GS_KC; u++)                                                     \
-          gs_issue(ring, x, tokens, count, 8 * NT, c * GS_KC + u, nsteps, first, stride);        \
-      gs_commit();                                                                               \
-    }                                                                                            \
-    UNROLL for (int u = 0; u < DW; u++) GU_WG_LOAD_A(MW, u, u);                                  \
-    for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
-      UNROLL for (int u = 0; u < DW; u++) {                                                      \
-        uint32_t s = s0 + u, mg = wg + nwg * (s / GU_KSTEPS);                                    \
-        if (s % GS_KC == 0) {                                                                    \
-          GS_WAIT(GS_CHUNKS - 2);                                                                \
-          WG_PROXY_FENCE(); /* this thread's copies, to the tensor cores' reads */               \
-          GS_BARRIER(ctx);                                                                       \
-          UNROLL for (int v = 0; v < GS_KC; v++)                                                 \
-              gs_issue(ring, x, tokens, count, 8 * NT, s + GS_STEPS - GS_KC + v, nsteps, first,  \
-                       stride);                                                                  \
-          gs_commit();                                                                           \
-        }                                                                                        \
-        WG_STEP(NT, MW, &acc[0][0][0][0], MW * NT * 4, &a[0][u][0][0], DW * MW * 2,              \
-                ring + (s % GS_STEPS) * GS_STEP_BYTES, WG_RING_LBO);                             \
-        if (s + DW < nsteps)                                                                     \
-          GU_WG_LOAD_A(MW, u, s + DW);                                                           \
-        if (u == DW - 1 && (s + 1) % GU_KSTEPS == 0 && mg < groups)                              \
-          GU_STORE_H_MT(MW, NT, mg, (mg_ * MW + q) * 4 + wi);                                    \
-      }                                                                                          \
-    }                                                                                            \
-    GS_WAIT(0);                                                                                  \
-    GS_BARRIER(ctx);                                                                             \
-  }
-/* Slot `slot` <- this warp's m-tile of each block of the group of step
-   `step` (clamped: past the last group, the last one again). */
-#define GU_WG_LOAD_A(MW, slot, step)                                                             \
-  do {                                                                                           \
-    uint32_t st_ = (step), mg_ = gu_clamp(wg + nwg * (st_ / GU_KSTEPS), groups);                 \
-    FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++) {                                    \
-      const uint16_t *p_ = gu_a_ptr(wgu, (mg_ * MW + q_) * 4 + wi, st_ % GU_KSTEPS, L);          \
-      a[Li][slot][q_][0] = ld_stream(p_);                                                        \
-      a[Li][slot][q_][1] = ld_stream(p_ + GU_A_HALF);                                            \
-    }                                                                                            \
-  } while (0)
-#define GU_WG_(NT, ...) GATE_UP_WG(NT, __VA_ARGS__)
-GU_WG_(1, MOE_WG_GU_RING)
-GU_WG_(2, MOE_WG_GU_RING)
-GU_WG_(3, MOE_WG_GU_RING)
-GU_WG_(4, MOE_WG_GU_RING)
-GU_WG_(5, MOE_WG_GU_RING)
-GU_WG_(6, MOE_WG_GU_RING)
-GU_WG_(7, MOE_WG_GU_RING)
-GU_WG_(8, MOE_WG_GU_RING)
-#endif
 #define GU_STAGED_CALL(NT)                                                                       \
   gate_up_staged_##NT(ctx, wgu, x, tokens, count, ring, out, ws, w, nw, first, stride)
 static inline __attribute__((always_inline)) void
 gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x,
                const int32_t *tokens, uint32_t count, gs_ring ring, uint16_t *out, uint8_t *ws,
                uint32_t w, uint32_t nw, uint32_t first, uint32_t stride) {
-#if WGMMA
-  if (wg_whole(ctx)) {
-    switch (nt) {
-#define GU_WG_CASE(NT)                                                                           \
-  case NT: gate_up_wg_##NT(ctx, wgu, x, tokens, count, ring, out, w, nw, first, stride); return;
-      GU_WG_CASE(1)
-      GU_WG_CASE(2)
-      GU_WG_CASE(3)
-      GU_WG_CASE(4)
-      GU_WG_CASE(5)
-      GU_WG_CASE(6)
-      GU_WG_CASE(7)
-      default: GU_WG_CASE(8)
-    }
-  }
-#endif
 #define GU_STAGED_IF(NT)                                                                         \
   if (nt == NT) {                                                                                \
     GU_STAGED_CALL(NT);                                                                          \
@@ -798,6 +706,114 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
 }
 #endif
 
+#if WGMMA
+/* gate_up on warpgroups (moe_wgmma.h): block b of a rank is m-tiles
+   4 b .. 4 b + 3, warp i of a warpgroup takes m-tile 4 b + i; a warpgroup
+   walks groups of MW blocks (wg, wg + nwg, ...) through its ring of
+   MOE_WG_GU_STAGES stages (A tiles, then the step's token rows), copying
+   D - 1 steps ahead; each warpgroup walks the same step count and a group
+   past the last repeats it unstored (no branch around the wgmma's). */
+#define GU_WG_PTR(mt, ks, L) gu_a_ptr(wgu, mt, ks, L)
+#define GATE_UP_WG(NT)                                                                           \
+  static inline __attribute__((always_inline)) void gate_up_wg_##NT(                             \
+      const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const int32_t *tokens,          \
+      uint32_t count, sm_ptr ring, uint16_t *out, uint32_t w, uint32_t nw, uint32_t first,       \
+      uint32_t stride) {                                                                         \
+    enum { MW = MOE_WG_MW, D = MOE_WG_GU_STAGES };                                               \
+    _Static_assert(GU_MTILES % (4 * MW) == 0, "wgmma gate_up: groups of MW blocks");             \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx;                                                                      \
+    const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4, groups = GU_MTILES / 4 / MW;            \
+    const uint32_t nsteps = (groups + nwg - 1) / nwg * GU_KSTEPS;                                \
+    float acc[LANES][MW][NT][4];                                                                 \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
+        UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
+    UNROLL for (int p = 0; p + 1 < D; p++) {                                                     \
+      GU_WG_ISSUE(NT, p);                                                                        \
+      WG_CP_COMMIT();                                                                            \
+    }                                                                                            \
+    for (uint32_t s = 0; s < nsteps; s++) {                                                      \
+      sm_ptr st = ring + (s % D) * WG_GU_STAGE_BYTES;                                            \
+      WG_CP_WAIT(D - 2); /* this thread's copies of step s */                                   \
+      WG_PROXY_FENCE();                                                                          \
+      WG_BAR(wg); /* everyone's */                                                               \
+      WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, st + MW * WG_A_BYTES, WG_PLANE);        \
+      WG_WAIT(1); /* step s - 1's wgmma's are done: its stage is free */                         \
+      GU_WG_ISSUE(NT, s + D - 1);                                                                \
+      WG_CP_COMMIT();                                                                            \
+      if ((s + 1) % GU_KSTEPS == 0) {                                                            \
+        WG_WAIT(0);                                                                              \
+        GU_WG_STORE_H(NT, wg + nwg * (s / GU_KSTEPS));                                           \
+      }                                                                                          \
+    }                                                                                            \
+    WG_CP_WAIT(0);                                                                               \
+  }
+/* The copies of step `step` (< nsteps) into its stage: this warp's A
+   pieces, and this thread's share of the token rows (copy ci: row ci / 4,
+   k chunk ci % 4; rows past the count repeat the last token). */
+#define GU_WG_ISSUE(NT, step)                                                                    \
+  do {                                                                                           \
+    uint32_t sp_ = (step);                                                                       \
+    if (sp_ < nsteps) {                                                                          \
+      sm_ptr st_ = ring + (sp_ % D) * WG_GU_STAGE_BYTES;                                         \
+      uint32_t mg_ = wg + nwg * (sp_ / GU_KSTEPS), k_ = sp_ % GU_KSTEPS;                         \
+      mg_ = mg_ < groups ? mg_ : groups - 1; /* past the last group: the last again */          \
+      WG_COPY_A(MW, st_, k_, (mg_ * MW + q_) * 4 + wi, GU_WG_PTR, GU_A_HALF);                    \
+      for (uint32_t ci = first; ci < 8 * NT * 4; ci += stride) {                                 \
+        uint32_t n_ = ci >> 2;                                                                   \
+        wg_copy(st_ + MW * WG_A_BYTES + WG_TILE_OFF(n_, ci & 3),                                 \
+                x + (uint64_t)tokens[n_ < count ? n_ : count - 1] * MOE_HIDDEN + k_ * 32 +       \
+                    8 * (ci & 3));                                                               \
+      }                                                                                          \
+    }                                                                                            \
+  } while (0)
+/* h = SiLU(gate) * up of group mg -> UpShard (a group past the last: read,
+   not stored), accumulators cleared. */
+#define GU_WG_STORE_H(NT, mg_expr)                                                               \
+  do {                                                                                           \
+    uint32_t mg_ = (mg_expr);                                                                    \
+    FOR_LANES(L, Li) {                                                                           \
+      uint32_t g = L >> 2, t = L & 3;                                                            \
+      UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                    \
+          UNROLL for (int i = 0; i < 2; i++) {                                                   \
+        float gt_ = wg_read(acc[Li][q][j][i]), up_ = wg_read(acc[Li][q][j][i + 2]);              \
+        if (mg_ < groups) {                                                                      \
+          uint32_t m = ((mg_ * MW + q) * 4 + wi) * 8 + g, n = 8 * j + 2 * t + i;                 \
+          out[UP_INDEX(n, m)] = f32_to_bf16(silu(gt_) * up_);                                    \
+        }                                                                                        \
+        acc[Li][q][j][i] = acc[Li][q][j][i + 2] = 0.0f;                                          \
+      }                                                                                          \
+    }                                                                                            \
+  } while (0)
+GATE_UP_WG(1)
+GATE_UP_WG(2)
+GATE_UP_WG(3)
+GATE_UP_WG(4)
+GATE_UP_WG(5)
+GATE_UP_WG(6)
+GATE_UP_WG(7)
+GATE_UP_WG(8)
+#define GU_WG_BYTES (MOE_WG_GU_STAGES * WG_GU_STAGE_BYTES) /* per warpgroup */
+static inline __attribute__((always_inline)) void
+gate_up_wg(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x,
+           const int32_t *tokens, uint32_t count, sm_ptr ring, uint16_t *out, uint32_t w,
+           uint32_t nw, uint32_t first, uint32_t stride) {
+  switch (nt) {
+#define GU_WG_CASE(NT)                                                                           \
+  case NT: gate_up_wg_##NT(ctx, wgu, x, tokens, count, ring, out, w, nw, first, stride); break;
+    GU_WG_CASE(1)
+    GU_WG_CASE(2)
+    GU_WG_CASE(3)
+    GU_WG_CASE(4)
+    GU_WG_CASE(5)
+    GU_WG_CASE(6)
+    GU_WG_CASE(7)
+    default: GU_WG_CASE(8)
+  }
+}
+#endif
+
 /* The workspace when it holds every warp's bulk ring, else NULL (the
    weights then load into registers; the host rings are on its stack). */
 static inline uint8_t *bk_workspace(const df_ctx *ctx) {
@@ -825,6 +841,23 @@ static inline __attribute__((always_inline)) void gate_up_task(const df_ctx *ctx
   uint16_t *out = df_ctx_output(ctx);
   uint32_t nt = ntiles(tk.count), lane_ = LANE_ID(ctx);
   (void)lane_;
+#if WGMMA
+  if (wg_usable(ctx, GU_WG_BYTES)) {
+#if defined(__NVPTX__)
+    uint8_t *ws = df_ctx_workspace(ctx);
+    FOR_WARPS(ctx, w, nw)
+    gate_up_wg(nt, ctx, wgu, x, tokens, tk.count, sm_of(ws) + w / 4 * GU_WG_BYTES, out, w, nw,
+               df_ctx_thread(ctx) % 128, 128);
+#else
+    FOR_WARPS(ctx, w, nw) {
+      uint8_t ring[GU_WG_BYTES] __attribute__((aligned(16)));
+      gate_up_wg(nt, ctx, wgu, x, tokens, tk.count, ring, out, w, nw, 0, 1);
+    }
+#endif
+    df_ctx_barrier(ctx); /* the workspace is free for the next handler */
+    return;
+  }
+#endif
 #ifdef MOE_GU_STAGE
   /* Staged only with the workspace to hold the ring; without it (a
      program that does not declare it) the register-ring path. */
@@ -1091,85 +1124,90 @@ DN_RING3_(MOE_DN_RING3)
 #if WGMMA
 /* down on warpgroups (moe_wgmma.h): block b is m-tiles 4 b .. 4 b + 3 of
    the shard, warp i of a warpgroup takes m-tile 4 b + i; a warpgroup walks
-   groups of MW blocks (wg, wg + nwg, ...). An m-tile past the shard's last
-   (an odd count, the last rank at clusters of 3) loads the last one's
-   weights again and stores nothing. The B operand is the gathered h in the
-   UpShard slots, k step kk = chunk kk % ICHUNKS of part kk / ICHUNKS. */
-#ifndef MOE_WG_DN_RING /* MW and DW */
-#define MOE_WG_DN_RING 1, 8
-#endif
-#define DOWN_WG(NT, MW, DW)                                                                      \
-  _Static_assert(DN_KSTEPS % DW == 0, "wgmma down: ring depth must divide the k steps");         \
+   groups of MW blocks (wg, wg + nwg, ...) through its ring of
+   MOE_WG_DN_STAGES A stages. An m-tile past the shard's last (the last
+   rank at clusters of 3) copies the last one's weights again and stores
+   nothing. The B operand is the gathered h in the UpShard slots: k step
+   kk is chunk kk % ICHUNKS of part kk / ICHUNKS. */
+#define DN_WG_PTR(mt, ks, L) dn_a_ptr(wd, (mt) < mtiles ? (mt) : mtiles - 1, ks, L)
+#define DOWN_WG(NT)                                                                              \
   static inline __attribute__((always_inline)) void down_wg_##NT(                                \
       const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
-      const out_rows *rows, uint32_t w, uint32_t nw) {                                           \
+      const out_rows *rows, sm_ptr ring, uint32_t w, uint32_t nw) {                              \
+    enum { MW = MOE_WG_MW, D = MOE_WG_DN_STAGES };                                               \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4;                                         \
     const uint32_t mtiles = HSHARD_EVEN ? DN_MTILES : rows->mtiles;                              \
     const uint32_t groups = (mtiles + 4 * MW - 1) / (4 * MW);                                    \
-    if (wg >= groups)                                                                            \
-      return;                                                                                    \
-    uint32_t nsteps = (groups - wg + nwg - 1) / nwg * DN_KSTEPS;                                 \
-    u32x4 a[LANES][DW][MW][2];                                                                   \
+    const uint32_t nsteps = wg < groups ? (groups - wg + nwg - 1) / nwg * DN_KSTEPS : 0;         \
     float acc[LANES][MW][NT][4];                                                                 \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
         UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
-    UNROLL for (int u = 0; u < DW; u++) DN_WG_LOAD_A(MW, u, u);                                  \
-    for (uint32_t s0 = 0; s0 < nsteps; s0 += DW) {                                               \
-      UNROLL for (int u = 0; u < DW; u++) {                                                      \
-        uint32_t s = s0 + u, kk = s % DN_KSTEPS;                                                 \
-        const uint16_t *b_ = part_of(parts, kk / ICHUNKS) + (kk % ICHUNKS) * MOE_TT * 32;        \
-        WG_STEP(NT, MW, &acc[0][0][0][0], MW * NT * 4, &a[0][u][0][0], DW * MW * 2,              \
-                sm_of((uint8_t *)(uintptr_t)b_), WG_UP_LBO);                                     \
-        if (s + DW < nsteps)                                                                     \
-          DN_WG_LOAD_A(MW, u, s + DW);                                                           \
-        if (u == DW - 1 && (s + 1) % DN_KSTEPS == 0) {                                           \
-          uint32_t mg = wg + nwg * (s / DN_KSTEPS);                                              \
-          FOR_LANES(L, Li) {                                                                     \
-            uint32_t g = L >> 2, t = L & 3;                                                      \
-            UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)              \
-                UNROLL for (int i = 0; i < 4; i++) {                                             \
-              uint32_t mt = (mg * MW + q) * 4 + wi, m = mt * 16 + g + 8 * (i >> 1),              \
-                       n = 8 * j + 2 * t + (i & 1);                                              \
-              if (mt < mtiles && n < rows->count)                                                \
-                add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,               \
-                           rows->weights[n] * acc[Li][q][j][i]);                                 \
-              acc[Li][q][j][i] = 0.0f;                                                           \
-            }                                                                                    \
+    UNROLL for (int p = 0; p + 1 < D; p++) {                                                     \
+      DN_WG_ISSUE(p);                                                                            \
+      WG_CP_COMMIT();                                                                            \
+    }                                                                                            \
+    for (uint32_t s = 0; s < nsteps; s++) {                                                      \
+      uint32_t kk = s % DN_KSTEPS;                                                               \
+      const uint16_t *b_ = part_of(parts, kk / ICHUNKS) + (kk % ICHUNKS) * MOE_TT * 32;          \
+      sm_ptr st = ring + (s % D) * WG_DN_STAGE_BYTES;                                            \
+      WG_CP_WAIT(D - 2);                                                                         \
+      WG_PROXY_FENCE();                                                                          \
+      WG_BAR(wg);                                                                                \
+      WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, sm_of((uint8_t *)(uintptr_t)b_),        \
+              WG_UP_LBO);                                                                        \
+      WG_WAIT(1);                                                                                \
+      DN_WG_ISSUE(s + D - 1);                                                                    \
+      WG_CP_COMMIT();                                                                            \
+      if ((s + 1) % DN_KSTEPS == 0) {                                                            \
+        WG_WAIT(0);                                                                              \
+        uint32_t mg = wg + nwg * (s / DN_KSTEPS);                                                \
+        FOR_LANES(L, Li) {                                                                       \
+          uint32_t g = L >> 2, t = L & 3;                                                        \
+          UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                \
+              UNROLL for (int i = 0; i < 4; i++) {                                               \
+            uint32_t mt = (mg * MW + q) * 4 + wi, m = mt * 16 + g + 8 * (i >> 1),                \
+                     n = 8 * j + 2 * t + (i & 1);                                                \
+            float y_ = wg_read(acc[Li][q][j][i]); /* on every lane, before the branch */        \
+            if (mt < mtiles && n < rows->count)                                                  \
+              add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                 \
+                         rows->weights[n] * y_);                                                 \
+            acc[Li][q][j][i] = 0.0f;                                                             \
           }                                                                                      \
         }                                                                                        \
       }                                                                                          \
     }                                                                                            \
+    WG_CP_WAIT(0);                                                                               \
   }
-#define DN_WG_LOAD_A(MW, slot, step)                                                             \
+/* This warp's A pieces of step `step` (< nsteps) into its stage. */
+#define DN_WG_ISSUE(step)                                                                        \
   do {                                                                                           \
-    uint32_t st_ = (step), mg_ = wg + nwg * (st_ / DN_KSTEPS);                                   \
-    FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++) {                                    \
-      uint32_t mt_ = (mg_ * MW + q_) * 4 + wi;                                                   \
-      const uint16_t *p_ = dn_a_ptr(wd, mt_ < mtiles ? mt_ : mtiles - 1, st_ % DN_KSTEPS, L);    \
-      a[Li][slot][q_][0] = ld_stream(p_);                                                        \
-      a[Li][slot][q_][1] = ld_stream(p_ + DN_A_HALF);                                            \
+    uint32_t sp_ = (step);                                                                       \
+    if (sp_ < nsteps) {                                                                          \
+      uint32_t mg_ = wg + nwg * (sp_ / DN_KSTEPS);                                               \
+      WG_COPY_A(MW, ring + (sp_ % D) * WG_DN_STAGE_BYTES, sp_ % DN_KSTEPS,                       \
+                (mg_ * MW + q_) * 4 + wi, DN_WG_PTR, DN_A_HALF);                                 \
     }                                                                                            \
   } while (0)
-#define DN_WG_(NT, ...) DOWN_WG(NT, __VA_ARGS__)
-DN_WG_(1, MOE_WG_DN_RING)
-DN_WG_(2, MOE_WG_DN_RING)
-DN_WG_(3, MOE_WG_DN_RING)
-DN_WG_(4, MOE_WG_DN_RING)
-DN_WG_(5, MOE_WG_DN_RING)
-DN_WG_(6, MOE_WG_DN_RING)
-DN_WG_(7, MOE_WG_DN_RING)
-DN_WG_(8, MOE_WG_DN_RING)
+DOWN_WG(1)
+DOWN_WG(2)
+DOWN_WG(3)
+DOWN_WG(4)
+DOWN_WG(5)
+DOWN_WG(6)
+DOWN_WG(7)
+DOWN_WG(8)
+#define DN_WG_BYTES (MOE_WG_DN_STAGES * WG_DN_STAGE_BYTES) /* per warpgroup */
 static inline __attribute__((always_inline)) void down_wg(uint32_t nt, const df_ctx *ctx,
                                                           const uint16_t *wd,
                                                           const uint16_t *const parts[MOE_CS],
-                                                          const out_rows *rows, uint32_t w,
-                                                          uint32_t nw) {
+                                                          const out_rows *rows, sm_ptr ring,
+                                                          uint32_t w, uint32_t nw) {
   switch (nt) {
 #define DN_WG_CASE(NT)                                                                           \
-  case NT: down_wg_##NT(ctx, wd, parts, rows, w, nw); break;
+  case NT: down_wg_##NT(ctx, wd, parts, rows, ring, w, nw); break;
     DN_WG_CASE(1)
     DN_WG_CASE(2)
     DN_WG_CASE(3)
@@ -1206,13 +1244,22 @@ void moe_down(const df_ctx *ctx) {
                                                               : 0};
   uint32_t nt = ntiles(tk.count);
 #if WGMMA
-  /* the gathered h (the peers' copies and this CTA's own stores), to the
-     tensor cores' reads */
-  WG_PROXY_FENCE();
-  df_ctx_barrier(ctx);
-  if (wg_whole(ctx)) {
+  if (wg_usable(ctx, DN_WG_BYTES)) {
+    /* the gathered h (the peers' copies and this CTA's own stores), to the
+       tensor cores' reads */
+    WG_PROXY_FENCE();
+    df_ctx_barrier(ctx);
+#if defined(__NVPTX__)
+    uint8_t *ring = df_ctx_workspace(ctx);
     FOR_WARPS(ctx, w, nw)
-    down_wg(nt, ctx, wd, parts, &rows, w, nw);
+    down_wg(nt, ctx, wd, parts, &rows, sm_of(ring) + w / 4 * DN_WG_BYTES, w, nw);
+#else
+    FOR_WARPS(ctx, w, nw) {
+      uint8_t ring[DN_WG_BYTES] __attribute__((aligned(16)));
+      down_wg(nt, ctx, wd, parts, &rows, ring, w, nw);
+    }
+#endif
+    df_ctx_barrier(ctx); /* the workspace is free for the next handler */
     return;
   }
 #endif

@@ -6,29 +6,31 @@
    mma.sync issues one 16x8x16 product per instruction, so a task of 8
    n-tiles costs a warp 48 of them per k step and its loads wait behind
    them. wgmma multiplies a warpgroup's 64 weight rows by all N = 8 NT
-   token rows of a 16-wide k slice in one asynchronous instruction: the A
-   operand (weights) stays in registers, fed by the same register ring
-   and the same 16-byte loads as before, the B operand (token rows, or
-   the gathered intermediate) is read by the tensor cores from shared
-   memory through a matrix descriptor. Warp i of a warpgroup supplies A
-   rows 16 i .. 16 i + 15 (its m-tile); its accumulators are the mma.sync
-   C fragments of those rows for each n-tile, so the epilogues do not
-   change.
+   token rows of a 16-wide k slice in one asynchronous instruction, both
+   operands read by the tensor cores from shared memory through matrix
+   descriptors. Each warpgroup streams its weights through its own ring of
+   stages in the handler workspace: warp i copies its m-tile's 16 rows of a
+   k step (the same 16-byte pieces the register rings load; cp.async) into
+   rows 16 i .. 16 i + 15 of the stage's A tile, and gate_up's warpgroups
+   also copy the step's token rows into the stage. Per step: this thread's
+   copies done, proxy fence, the warpgroup's named barrier, the wgmma's
+   committed as one group; after waiting for the previous step's group
+   the freed stage is refilled D - 1 steps ahead. Accumulators are read
+   only after a full wait and on every lane (a read in a divergent branch
+   makes ptxas serialise every wgmma). Warp i's accumulators are the
+   mma.sync C fragments of its 16 rows for each n-tile, so the epilogues
+   do not change. (A first version kept A in registers, fed by the
+   register ring through a quad transpose: ptxas reused the fragment
+   registers at once and serialised every wgmma behind a full wait;
+   bench/moe/README.md, run W.)
 
-   What it needs from the layouts:
-   * B in the canonical no-swizzle K-major layout: 8x8 "core matrices"
-     of 8 token rows x 16 bytes, contiguous (128 bytes). The staged token
-     ring and the UpShard slots become [4 k chunks of 8][rows][8 k] per
-     32-wide k step (the chunk stride is the descriptor's leading byte
-     offset: 64 rows x 16 bytes in the ring, MOE_TT x 16 in an UpShard;
-     8-row groups are 128 bytes apart). No alignment beyond 16 bytes,
-     so the gather's byte copies between slots keep it.
-   * A in natural k order: the register ring holds what each lane loads,
-     k 8t .. 8t + 7 of rows g and g + 8 (the mma.sync paths' permuted k
-     order), while wgmma's A fragment wants k 2t, 2t + 1 / 2t + 8, 2t + 9
-     of each 16-wide slice. Those words are spread over the 4 lanes of a
-     quad: a 4x4 transpose of 32-bit words among them (two butterfly
-     exchanges of two words each) turns one into the other. */
+   Every B operand and A tile is in the canonical no-swizzle K-major
+   layout: 8x8 "core matrices" of 8 rows x 16 bytes, contiguous (128
+   bytes), [4 k chunks of 8][rows][8 k] per 32-wide k step; the chunk
+   stride is the descriptor's leading byte offset (64 rows x 16 bytes in
+   the stages, MOE_TT x 16 in an UpShard), 8-row groups are 128 bytes
+   apart. No alignment beyond 16 bytes, so the gather's byte copies
+   between slots keep it. */
 #ifndef MOE_WGMMA_H
 #define MOE_WGMMA_H
 
@@ -59,46 +61,47 @@
 #endif
 
 #if WGMMA
-/* The CTA's warps make whole warpgroups (else the mma.sync paths run). */
-static inline int wg_whole(const df_ctx *ctx) {
+#ifndef MOE_WG_MW /* m64 blocks per step of a warpgroup */
+#define MOE_WG_MW 1
+#endif
+#ifndef MOE_WG_GU_STAGES /* gate_up's stages per warpgroup */
+#define MOE_WG_GU_STAGES 6
+#endif
+#ifndef MOE_WG_DN_STAGES /* down's stages per warpgroup */
+#define MOE_WG_DN_STAGES 8
+#endif
+/* Timing probes (wrong results): MOE_WG_PROBE bit 2 skips the wgmma
+   instructions, bit 8 the proxy fences. */
+#ifndef MOE_WG_PROBE
+#define MOE_WG_PROBE 0
+#endif
+#define WG_A_BYTES 4096u    /* a 64-row A tile of one 32-wide k step */
+#define WG_B_BYTES 4096u    /* 64 token rows of one k step */
+#define WG_SBO 128u         /* 8-row groups of a core-matrix column */
+#define WG_PLANE (64u * 16) /* k chunk stride of a stage tile */
+#define WG_UP_LBO (MOE_TT * 16u)
+/* Stage bytes of the two handlers' rings (per warpgroup: times stages). */
+#define WG_GU_STAGE_BYTES (MOE_WG_MW * WG_A_BYTES + WG_B_BYTES)
+#define WG_DN_STAGE_BYTES (MOE_WG_MW * WG_A_BYTES)
+_Static_assert(MOE_WG_GU_STAGES >= 2 && MOE_WG_DN_STAGES >= 2, "wgmma rings: 2+ stages");
+
+/* The CTA's warps make whole warpgroups and the workspace holds their
+   rings of per_wg bytes each (else the mma.sync paths run). */
+static inline int wg_usable(const df_ctx *ctx, uint32_t per_wg) {
 #if defined(__NVPTX__)
-  return df_ctx_threads(ctx) % 128 == 0;
+  uint32_t nw = df_ctx_threads(ctx) / 32;
+  return nw % 4 == 0 && df_ctx_workspace(ctx) && df_ctx_workspace_bytes(ctx) >= nw / 4 * per_wg;
 #else
-  (void)ctx;
-  return MOE_NWARPS % 4 == 0;
+  (void)ctx, (void)per_wg;
+  return MOE_NWARPS % 4 == 0; /* the host's rings are on its stack */
 #endif
 }
 
-#define WG_SBO 128u            /* 8-row groups of a core-matrix column */
-#define WG_RING_LBO (64u * 16) /* k chunks of a staged step */
-#define WG_UP_LBO (MOE_TT * 16u)
+/* One 16-byte piece of a stage tile: row r (of 64), 8-k chunk c. */
+#define WG_TILE_OFF(r, c) ((c) * WG_PLANE + (r) * 16u)
 
 #if defined(__NVPTX__)
-static inline __attribute__((always_inline)) uint32_t wg_shfl_xor(uint32_t v, uint32_t m) {
-  uint32_t r;
-  __asm__ volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(m));
-  return r;
-}
-/* Lane t of a quad gets y[j] = lane j's x[t]. Stage 1 swaps the 2x2
-   blocks across lanes t ^ 2 (words 2, 3 of the low lanes <-> words 0, 1
-   of the high ones), stage 2 transposes each block across lanes t ^ 1. */
-static inline __attribute__((always_inline)) u32x4 wg_quad_transpose(u32x4 x, uint32_t t) {
-  uint32_t hi = t & 2, lo = t & 1;
-  uint32_t s0 = wg_shfl_xor(hi ? x[0] : x[2], 2), s1 = wg_shfl_xor(hi ? x[1] : x[3], 2);
-  x[0] = hi ? s0 : x[0];
-  x[1] = hi ? s1 : x[1];
-  x[2] = hi ? x[2] : s0;
-  x[3] = hi ? x[3] : s1;
-  s0 = wg_shfl_xor(lo ? x[0] : x[1], 1);
-  s1 = wg_shfl_xor(lo ? x[2] : x[3], 1);
-  x[0] = lo ? s0 : x[0];
-  x[2] = lo ? s1 : x[2];
-  x[1] = lo ? x[1] : s0;
-  x[3] = lo ? x[3] : s1;
-  return x;
-}
-
-/* Matrix descriptor of a no-swizzle K-major B operand at shared address
+/* Matrix descriptor of a no-swizzle K-major operand at shared address
    `addr` (bits 0-13: address / 16, 16-29: leading byte offset / 16 (the k
    chunks), 32-45: stride byte offset / 16 (8-row groups), layout type 0). */
 static inline __attribute__((always_inline)) uint64_t wg_desc(uint32_t addr, uint32_t lbo) {
@@ -123,17 +126,16 @@ static inline __attribute__((always_inline)) uint64_t wg_desc(uint32_t addr, uin
 #define WG_C6(d) WG_C5(d), WG_C4(d, 20)
 #define WG_C7(d) WG_C6(d), WG_C4(d, 24)
 #define WG_C8(d) WG_C7(d), WG_C4(d, 28)
-/* d += A (4 registers: this warp's 16 rows x 16 k) x B (descriptor,
-   16 k x N tokens), N = 8 NT; d holds NT C fragments of 4. */
+/* d += A (descriptor: 64 rows x 16 k) x B (descriptor: 16 k x N tokens),
+   N = 8 NT; d holds this warp's NT C fragments of 4. */
 #define WG_MMA_DEF(NT, N, C)                                                                     \
-  static inline __attribute__((always_inline)) void wg_mma_##NT(float *d, const uint32_t *r,    \
-                                                                uint64_t desc) {                 \
+  static inline __attribute__((always_inline)) void wg_mma_##NT(float *d, uint64_t da,          \
+                                                                uint64_t db) {                   \
     __asm__ volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                  \
                      "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" WG_D##NT       \
-                     "}, {%[a0], %[a1], %[a2], %[a3]}, %[b], p, 1, 1, 0;\n}"                     \
+                     "}, %[a], %[b], p, 1, 1, 0, 0;\n}"                                          \
                      : C(d)                                                                      \
-                     : [a0] "r"(r[0]), [a1] "r"(r[1]), [a2] "r"(r[2]), [a3] "r"(r[3]),           \
-                       [b] "l"(desc)                                                             \
+                     : [a] "l"(da), [b] "l"(db)                                                  \
                      : "memory");                                                                \
   }
 WG_MMA_DEF(1, 8, WG_C1)
@@ -145,88 +147,95 @@ WG_MMA_DEF(6, 48, WG_C6)
 WG_MMA_DEF(7, 56, WG_C7)
 WG_MMA_DEF(8, 64, WG_C8)
 #define WG_FENCE() __asm__ volatile("wgmma.fence.sync.aligned;" ::: "memory")
-#define WG_COMMIT_WAIT()                                                                         \
-  __asm__ volatile("wgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;" :::    \
-                       "memory")
+#define WG_COMMIT() __asm__ volatile("wgmma.commit_group.sync.aligned;" ::: "memory")
+#define WG_WAIT(n) __asm__ volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(n) : "memory")
 /* Shared memory written through the generic proxy (stores, cp.async)
    becomes visible to wgmma's reads (the async proxy). */
-#define WG_PROXY_FENCE() __asm__ volatile("fence.proxy.async.shared::cta;" ::: "memory")
-
-/* The A registers of k slice `half` (0, 1) of a ring slot a = {row g,
-   row g + 8}: after the transpose lane t holds words 4j + t (k 8j + 2t,
-   +1) of its rows in y[j]. */
-static inline __attribute__((always_inline)) void wg_frag(const u32x4 *a, uint32_t t,
-                                                          uint32_t r[2][4]) {
-  u32x4 y0 = wg_quad_transpose(a[0], t), y1 = wg_quad_transpose(a[1], t);
-  UNROLL for (int h = 0; h < 2; h++) {
-    r[h][0] = y0[2 * h];
-    r[h][1] = y1[2 * h];
-    r[h][2] = y0[2 * h + 1];
-    r[h][3] = y1[2 * h + 1];
-  }
-}
-/* One 32-wide k step for MW m-tiles of this warp against the B step at
-   shared address b (k chunk stride lbo). accp: the lane's MW x NT C
-   fragments (accs floats per lane), ap: its ring slot, MW pairs of 16-byte
-   loads (as u32x4 per lane); the strides are the host's. The wait leaves
-   the A registers and the B bytes free. */
-#define WG_STEP(NT, MW, accp, accs, ap, as, b, lbo)                                              \
+#define WG_PROXY_FENCE()                                                                         \
   do {                                                                                           \
-    uint32_t r_[MW][2][4];                                                                       \
-    UNROLL for (int q_ = 0; q_ < MW; q_++) wg_frag((ap) + 2 * q_, lane_ & 3, r_[q_]);            \
+    if (!(MOE_WG_PROBE & 8))                                                                     \
+      __asm__ volatile("fence.proxy.async.shared::cta;" ::: "memory");                           \
+  } while (0)
+/* The 128 threads of warpgroup wg (named barriers 1 and up; the runtime
+   uses 0). */
+#define WG_BAR(wg) __asm__ volatile("bar.sync %0, 128;" ::"r"(1 + (wg)) : "memory")
+static inline void wg_copy(sm_ptr dst, const uint16_t *src) {
+  __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+#define WG_CP_COMMIT() __asm__ volatile("cp.async.commit_group;" ::: "memory")
+#define WG_CP_WAIT(n) __asm__ volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
+/* An accumulator copied where the code runs (not sunk by the optimiser
+   into a following branch). */
+static inline __attribute__((always_inline)) float wg_read(float v) {
+  float r;
+  __asm__ volatile("mov.b32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+/* The wgmma's of one k step: MW A tiles at `a` (WG_A_BYTES apart) against
+   the B step at `b` (k chunk stride lbo), accumulating into accp (this
+   lane's MW x NT C fragments), committed as one group. */
+#define WG_MMAS(NT, MW, accp, accs, a, b, lbo)                                                   \
+  do {                                                                                           \
     WG_FENCE();                                                                                  \
-    UNROLL for (int q_ = 0; q_ < MW; q_++) UNROLL for (int h_ = 0; h_ < 2; h_++)                 \
-        wg_mma_##NT((accp) + q_ * NT * 4, r_[q_][h_], wg_desc((b) + 2 * h_ * (lbo), (lbo)));     \
-    WG_COMMIT_WAIT();                                                                            \
+    UNROLL for (int q_ = 0; q_ < MW; q_++) UNROLL for (int h_ = 0; h_ < 2; h_++) if (           \
+        !(MOE_WG_PROBE & 2)) wg_mma_##NT((accp) + q_ * NT * 4,                                   \
+                                         wg_desc((a) + q_ * WG_A_BYTES + 2 * h_ * WG_PLANE,      \
+                                                 WG_PLANE),                                      \
+                                         wg_desc((b) + 2 * h_ * (lbo), (lbo)));                  \
+    WG_COMMIT();                                                                                 \
   } while (0)
 #else
 #define WG_FENCE() ((void)0)
+#define WG_COMMIT() ((void)0)
+#define WG_WAIT(n) ((void)0)
 #define WG_PROXY_FENCE() ((void)0)
+#define WG_BAR(wg) ((void)0)
+static inline void wg_copy(sm_ptr dst, const uint16_t *src) { memcpy(dst, src, 16); }
+#define WG_CP_COMMIT() ((void)0)
+#define WG_CP_WAIT(n) ((void)0)
+#define wg_read(v) (v)
 /* The host emulates a warp's share of the warpgroup product: its 16 rows
-   from the transposed registers in wgmma's A fragment layout, B read
-   through the descriptor's addressing (k chunk c at c * lbo, row n at
-   16 n). acc: lane-strided (as floats), a: lane-strided (as u32x4). */
-static void wg_step_host(uint32_t nt, uint32_t mw, float *acc, uint32_t accs, const u32x4 *a,
-                         uint32_t as, const uint8_t *b, uint32_t lbo) {
-  for (uint32_t q = 0; q < mw; q++) {
-    u32x4 y[32][2];
-    for (uint32_t L = 0; L < 32; L++)
-      for (uint32_t i = 0; i < 2; i++)
-        for (uint32_t j = 0; j < 4; j++)
-          y[L][i][j] = a[((L & ~3u) | j) * as + 2 * q + i][L & 3];
-    for (uint32_t h = 0; h < 2; h++) {
-      float A[16][16];
-      for (uint32_t L = 0; L < 32; L++) {
-        uint32_t g = L >> 2, t = L & 3;
-        uint32_t r[4] = {y[L][0][2 * h], y[L][1][2 * h], y[L][0][2 * h + 1], y[L][1][2 * h + 1]};
-        uint32_t rows[4] = {g, g + 8, g, g + 8}, cols[4] = {2 * t, 2 * t, 2 * t + 8, 2 * t + 8};
-        for (int i = 0; i < 4; i++) {
-          A[rows[i]][cols[i]] = bf16_to_f32((uint16_t)r[i]);
-          A[rows[i]][cols[i] + 1] = bf16_to_f32((uint16_t)(r[i] >> 16));
-        }
-      }
-      const uint8_t *bh = b + 2 * h * lbo;
-      for (uint32_t L = 0; L < 32; L++) {
-        uint32_t g = L >> 2, t = L & 3;
-        float *d = acc + L * accs + q * nt * 4;
-        for (uint32_t j = 0; j < nt; j++)
-          for (uint32_t i = 0; i < 4; i++) {
-            uint32_t m = g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);
-            float s = 0.0f;
-            for (uint32_t k = 0; k < 16; k++) {
-              uint16_t v;
-              memcpy(&v, bh + (k / 8) * lbo + n * 16 + (k % 8) * 2, 2);
-              s += A[m][k] * bf16_to_f32(v);
-            }
-            d[4 * j + i] += s;
+   (wi) of each A tile against B, both read through the descriptors'
+   addressing (k chunk c at c * lbo, row n at 16 n). acc: lane-strided. */
+static void wg_mmas_host(uint32_t nt, uint32_t mw, float *acc, uint32_t accs, const uint8_t *a,
+                         uint32_t wi, const uint8_t *b, uint32_t lbo) {
+  for (uint32_t q = 0; q < mw; q++)
+    for (uint32_t L = 0; L < 32; L++) {
+      uint32_t g = L >> 2, t = L & 3;
+      float *d = acc + L * accs + q * nt * 4;
+      for (uint32_t j = 0; j < nt; j++)
+        for (uint32_t i = 0; i < 4; i++) {
+          uint32_t m = 16 * wi + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);
+          float s = 0.0f;
+          for (uint32_t k = 0; k < 32; k++) {
+            uint16_t va, vb;
+            memcpy(&va, a + q * WG_A_BYTES + WG_TILE_OFF(m, k / 8) + (k % 8) * 2, 2);
+            memcpy(&vb, b + (k / 8) * lbo + n * 16 + (k % 8) * 2, 2);
+            s += bf16_to_f32(va) * bf16_to_f32(vb);
           }
-      }
+          d[4 * j + i] += s;
+        }
     }
-  }
 }
-#define WG_STEP(NT, MW, accp, accs, ap, as, b, lbo)                                              \
-  wg_step_host(NT, MW, (accp), (accs), (ap), (as), (b), (lbo))
+#define WG_MMAS(NT, MW, accp, accs, a, b, lbo)                                                   \
+  wg_mmas_host(NT, MW, (accp), (accs), (a), wi, (b), (lbo))
 #endif
+
+/* This warp's copies of k step ks of its m-tiles into the stage's A tiles
+   at `a`: lane (g, t) copies the 16-byte pieces the register rings load
+   (rows g and g + 8, k chunk t) to rows 16 wi + g, 16 wi + g + 8. MTQ:
+   block q_'s m-tile (an expression of q_), PTR(mt, ks, L): the lane's
+   source, HALF: the second row's offset. */
+#define WG_COPY_A(MW, a, ks, MTQ, PTR, HALF)                                                     \
+  do {                                                                                           \
+    FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++) {                                    \
+      (void)Li;                                                                                  \
+      const uint16_t *p_ = PTR(MTQ, ks, L);                                                      \
+      sm_ptr d_ = (a) + q_ * WG_A_BYTES + WG_TILE_OFF(16 * wi + (L >> 2), L & 3);                \
+      wg_copy(d_, p_);                                                                           \
+      wg_copy(d_ + 8 * 16, p_ + (HALF));                                                         \
+    }                                                                                            \
+  } while (0)
 #endif /* WGMMA */
 
 #endif
