@@ -724,7 +724,7 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4, groups = GU_MTILES / 4 / MW;            \
-    const uint32_t nsteps = (groups + nwg - 1) / nwg * GU_KSTEPS;                                \
+    const uint32_t passes = (groups + nwg - 1) / nwg, nsteps = passes * GU_KSTEPS;               \
     float acc[LANES][MW][NT][4];                                                                 \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
@@ -733,39 +733,43 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
       GU_WG_ISSUE(NT, p);                                                                        \
       WG_CP_COMMIT();                                                                            \
     }                                                                                            \
-    for (uint32_t s = 0; s < nsteps; s++) {                                                      \
-      sm_ptr st = ring + (s % D) * WG_GU_STAGE_BYTES;                                            \
-      WG_CP_WAIT(D - 2); /* this thread's copies of step s */                                   \
-      WG_PROXY_FENCE();                                                                          \
-      WG_BAR(wg); /* everyone's */                                                               \
-      WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, st + MW * WG_A_BYTES, WG_PLANE);        \
-      WG_WAIT(1); /* step s - 1's wgmma's are done: its stage is free */                         \
-      GU_WG_ISSUE(NT, s + D - 1);                                                                \
-      WG_CP_COMMIT();                                                                            \
-      if ((s + 1) % GU_KSTEPS == 0) {                                                            \
-        WG_WAIT(0);                                                                              \
-        GU_WG_STORE_H(NT, wg + nwg * (s / GU_KSTEPS));                                           \
+    for (uint32_t pass = 0; pass < passes; pass++) {                                             \
+      /* a constant trip count and no branch while a wgmma group is in                           \
+         flight: ptxas then keeps one group in flight instead of waiting                         \
+         after each wgmma */                                                                     \
+      for (uint32_t k = 0; k < GU_KSTEPS; k++) {                                                 \
+        uint32_t s = pass * GU_KSTEPS + k;                                                       \
+        sm_ptr st = ring + (s % D) * WG_GU_STAGE_BYTES;                                          \
+        WG_CP_WAIT(D - 2); /* this thread's copies of step s */                                 \
+        WG_PROXY_FENCE();                                                                        \
+        WG_BAR(wg); /* everyone's */                                                             \
+        WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, st + MW * WG_A_BYTES, WG_PLANE);      \
+        WG_WAIT(1); /* step s - 1's wgmma's are done: its stage is free */                       \
+        GU_WG_ISSUE(NT, s + D - 1);                                                              \
+        WG_CP_COMMIT();                                                                          \
       }                                                                                          \
+      WG_WAIT(0);                                                                                \
+      GU_WG_STORE_H(NT, wg + nwg * pass);                                                        \
     }                                                                                            \
     WG_CP_WAIT(0);                                                                               \
   }
-/* The copies of step `step` (< nsteps) into its stage: this warp's A
-   pieces, and this thread's share of the token rows (copy ci: row ci / 4,
-   k chunk ci % 4; rows past the count repeat the last token). */
+/* The copies of step `step` into its stage (zero fills past the last
+   step): this warp's A pieces, and this thread's share of the token rows
+   (copy ci: row ci / 4, k chunk ci % 4; rows past the count repeat the
+   last token, copies past 8 NT rows fill zeros; at most 2 per thread of a
+   warpgroup, the host's one virtual warp makes all of them). */
 #define GU_WG_ISSUE(NT, step)                                                                    \
   do {                                                                                           \
-    uint32_t sp_ = (step);                                                                       \
-    if (sp_ < nsteps) {                                                                          \
-      sm_ptr st_ = ring + (sp_ % D) * WG_GU_STAGE_BYTES;                                         \
-      uint32_t mg_ = wg + nwg * (sp_ / GU_KSTEPS), k_ = sp_ % GU_KSTEPS;                         \
-      mg_ = mg_ < groups ? mg_ : groups - 1; /* past the last group: the last again */          \
-      WG_COPY_A(MW, st_, k_, (mg_ * MW + q_) * 4 + wi, GU_WG_PTR, GU_A_HALF);                    \
-      for (uint32_t ci = first; ci < 8 * NT * 4; ci += stride) {                                 \
-        uint32_t n_ = ci >> 2;                                                                   \
-        wg_copy(st_ + MW * WG_A_BYTES + WG_TILE_OFF(n_, ci & 3),                                 \
-                x + (uint64_t)tokens[n_ < count ? n_ : count - 1] * MOE_HIDDEN + k_ * 32 +       \
-                    8 * (ci & 3));                                                               \
-      }                                                                                          \
+    uint32_t sp_ = (step), on_ = sp_ < nsteps;                                                   \
+    sm_ptr st_ = ring + (sp_ % D) * WG_GU_STAGE_BYTES;                                           \
+    uint32_t mg_ = wg + nwg * (sp_ / GU_KSTEPS), k_ = sp_ % GU_KSTEPS;                           \
+    mg_ = mg_ < groups ? mg_ : groups - 1; /* past the last group: the last again */            \
+    WG_COPY_A(MW, st_, k_, (mg_ * MW + q_) * 4 + wi, GU_WG_PTR, GU_A_HALF, on_);                 \
+    UNROLL for (uint32_t r_ = 0; r_ < (LANES == 1 ? 2 : 8 * NT * 4); r_++) {                    \
+      uint32_t ci = first + r_ * stride, n_ = (ci >> 2) < count ? ci >> 2 : count - 1;           \
+      wg_copy(st_ + MW * WG_A_BYTES + WG_TILE_OFF(ci >> 2, ci & 3),                              \
+              x + (uint64_t)tokens[n_] * MOE_HIDDEN + k_ * 32 + 8 * (ci & 3),                    \
+              on_ && ci < 8 * NT * 4);                                                           \
     }                                                                                            \
   } while (0)
 /* h = SiLU(gate) * up of group mg -> UpShard (a group past the last: read,
@@ -1140,7 +1144,8 @@ DN_RING3_(MOE_DN_RING3)
     const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4;                                         \
     const uint32_t mtiles = HSHARD_EVEN ? DN_MTILES : rows->mtiles;                              \
     const uint32_t groups = (mtiles + 4 * MW - 1) / (4 * MW);                                    \
-    const uint32_t nsteps = wg < groups ? (groups - wg + nwg - 1) / nwg * DN_KSTEPS : 0;         \
+    const uint32_t passes = wg < groups ? (groups - wg + nwg - 1) / nwg : 0;                     \
+    const uint32_t nsteps = passes * DN_KSTEPS;                                                  \
     float acc[LANES][MW][NT][4];                                                                 \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
@@ -1149,47 +1154,45 @@ DN_RING3_(MOE_DN_RING3)
       DN_WG_ISSUE(p);                                                                            \
       WG_CP_COMMIT();                                                                            \
     }                                                                                            \
-    for (uint32_t s = 0; s < nsteps; s++) {                                                      \
-      uint32_t kk = s % DN_KSTEPS;                                                               \
-      const uint16_t *b_ = part_of(parts, kk / ICHUNKS) + (kk % ICHUNKS) * MOE_TT * 32;          \
-      sm_ptr st = ring + (s % D) * WG_DN_STAGE_BYTES;                                            \
-      WG_CP_WAIT(D - 2);                                                                         \
-      WG_PROXY_FENCE();                                                                          \
-      WG_BAR(wg);                                                                                \
-      WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, sm_of((uint8_t *)(uintptr_t)b_),        \
-              WG_UP_LBO);                                                                        \
-      WG_WAIT(1);                                                                                \
-      DN_WG_ISSUE(s + D - 1);                                                                    \
-      WG_CP_COMMIT();                                                                            \
-      if ((s + 1) % DN_KSTEPS == 0) {                                                            \
-        WG_WAIT(0);                                                                              \
-        uint32_t mg = wg + nwg * (s / DN_KSTEPS);                                                \
-        FOR_LANES(L, Li) {                                                                       \
-          uint32_t g = L >> 2, t = L & 3;                                                        \
-          UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                \
-              UNROLL for (int i = 0; i < 4; i++) {                                               \
-            uint32_t mt = (mg * MW + q) * 4 + wi, m = mt * 16 + g + 8 * (i >> 1),                \
-                     n = 8 * j + 2 * t + (i & 1);                                                \
-            float y_ = wg_read(acc[Li][q][j][i]); /* on every lane, before the branch */        \
-            if (mt < mtiles && n < rows->count)                                                  \
-              add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                 \
-                         rows->weights[n] * y_);                                                 \
-            acc[Li][q][j][i] = 0.0f;                                                             \
-          }                                                                                      \
+    for (uint32_t pass = 0; pass < passes; pass++) {                                             \
+      for (uint32_t kk = 0; kk < DN_KSTEPS; kk++) { /* as in gate_up_wg: no branch */           \
+        uint32_t s = pass * DN_KSTEPS + kk;                                                      \
+        const uint16_t *b_ = part_of(parts, kk / ICHUNKS) + (kk % ICHUNKS) * MOE_TT * 32;        \
+        sm_ptr st = ring + (s % D) * WG_DN_STAGE_BYTES;                                          \
+        WG_CP_WAIT(D - 2);                                                                       \
+        WG_PROXY_FENCE();                                                                        \
+        WG_BAR(wg);                                                                              \
+        WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, sm_of((uint8_t *)(uintptr_t)b_),      \
+                WG_UP_LBO);                                                                      \
+        WG_WAIT(1);                                                                              \
+        DN_WG_ISSUE(s + D - 1);                                                                  \
+        WG_CP_COMMIT();                                                                          \
+      }                                                                                          \
+      WG_WAIT(0);                                                                                \
+      uint32_t mg = wg + nwg * pass;                                                             \
+      FOR_LANES(L, Li) {                                                                         \
+        uint32_t g = L >> 2, t = L & 3;                                                          \
+        UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                  \
+            UNROLL for (int i = 0; i < 4; i++) {                                                 \
+          uint32_t mt = (mg * MW + q) * 4 + wi, m = mt * 16 + g + 8 * (i >> 1),                  \
+                   n = 8 * j + 2 * t + (i & 1);                                                  \
+          float y_ = wg_read(acc[Li][q][j][i]); /* on every lane, before the branch */          \
+          if (mt < mtiles && n < rows->count)                                                    \
+            add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                   \
+                       rows->weights[n] * y_);                                                   \
+          acc[Li][q][j][i] = 0.0f;                                                               \
         }                                                                                        \
       }                                                                                          \
     }                                                                                            \
     WG_CP_WAIT(0);                                                                               \
   }
-/* This warp's A pieces of step `step` (< nsteps) into its stage. */
+/* This warp's A pieces of step `step` into its stage (zero fills past the
+   last step). */
 #define DN_WG_ISSUE(step)                                                                        \
   do {                                                                                           \
-    uint32_t sp_ = (step);                                                                       \
-    if (sp_ < nsteps) {                                                                          \
-      uint32_t mg_ = wg + nwg * (sp_ / DN_KSTEPS);                                               \
-      WG_COPY_A(MW, ring + (sp_ % D) * WG_DN_STAGE_BYTES, sp_ % DN_KSTEPS,                       \
-                (mg_ * MW + q_) * 4 + wi, DN_WG_PTR, DN_A_HALF);                                 \
-    }                                                                                            \
+    uint32_t sp_ = (step), mg_ = wg + nwg * (sp_ / DN_KSTEPS);                                   \
+    WG_COPY_A(MW, ring + (sp_ % D) * WG_DN_STAGE_BYTES, sp_ % DN_KSTEPS,                         \
+              (mg_ * MW + q_) * 4 + wi, DN_WG_PTR, DN_A_HALF, sp_ < nsteps);                     \
   } while (0)
 DOWN_WG(1)
 DOWN_WG(2)

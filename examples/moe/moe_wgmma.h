@@ -159,8 +159,12 @@ WG_MMA_DEF(8, 64, WG_C8)
 /* The 128 threads of warpgroup wg (named barriers 1 and up; the runtime
    uses 0). */
 #define WG_BAR(wg) __asm__ volatile("bar.sync %0, 128;" ::"r"(1 + (wg)) : "memory")
-static inline void wg_copy(sm_ptr dst, const uint16_t *src) {
-  __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+/* A 16-byte copy, or (on = 0) 16 zero bytes without reading src: a
+   predicate, not a branch, inside the wgmma pipeline. */
+static inline void wg_copy(sm_ptr dst, const uint16_t *src, uint32_t on) {
+  __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                   "r"(on ? 16u : 0u)
+                   : "memory");
 }
 #define WG_CP_COMMIT() __asm__ volatile("cp.async.commit_group;" ::: "memory")
 #define WG_CP_WAIT(n) __asm__ volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
@@ -190,7 +194,12 @@ static inline __attribute__((always_inline)) float wg_read(float v) {
 #define WG_WAIT(n) ((void)0)
 #define WG_PROXY_FENCE() ((void)0)
 #define WG_BAR(wg) ((void)0)
-static inline void wg_copy(sm_ptr dst, const uint16_t *src) { memcpy(dst, src, 16); }
+static inline void wg_copy(sm_ptr dst, const uint16_t *src, uint32_t on) {
+  if (on)
+    memcpy(dst, src, 16);
+  else
+    memset(dst, 0, 16);
+}
 #define WG_CP_COMMIT() ((void)0)
 #define WG_CP_WAIT(n) ((void)0)
 #define wg_read(v) (v)
@@ -225,15 +234,15 @@ static void wg_mmas_host(uint32_t nt, uint32_t mw, float *acc, uint32_t accs, co
    at `a`: lane (g, t) copies the 16-byte pieces the register rings load
    (rows g and g + 8, k chunk t) to rows 16 wi + g, 16 wi + g + 8. MTQ:
    block q_'s m-tile (an expression of q_), PTR(mt, ks, L): the lane's
-   source, HALF: the second row's offset. */
-#define WG_COPY_A(MW, a, ks, MTQ, PTR, HALF)                                                     \
+   source, HALF: the second row's offset, on: copy (else zero-fill). */
+#define WG_COPY_A(MW, a, ks, MTQ, PTR, HALF, on)                                                 \
   do {                                                                                           \
     FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++) {                                    \
       (void)Li;                                                                                  \
       const uint16_t *p_ = PTR(MTQ, ks, L);                                                      \
       sm_ptr d_ = (a) + q_ * WG_A_BYTES + WG_TILE_OFF(16 * wi + (L >> 2), L & 3);                \
-      wg_copy(d_, p_);                                                                           \
-      wg_copy(d_ + 8 * 16, p_ + (HALF));                                                         \
+      wg_copy(d_, p_, on);                                                                       \
+      wg_copy(d_ + 8 * 16, p_ + (HALF), on);                                                     \
     }                                                                                            \
   } while (0)
 #endif /* WGMMA */
