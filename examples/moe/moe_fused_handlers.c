@@ -846,7 +846,7 @@ static inline __attribute__((always_inline)) void gate_up_task(const df_ctx *ctx
   uint32_t nt = ntiles(tk.count), lane_ = LANE_ID(ctx);
   (void)lane_;
 #if WGMMA
-  if (wg_usable(ctx, GU_WG_BYTES)) {
+  if (nt >= MOE_WG_MIN_NT && wg_usable(ctx, GU_WG_BYTES)) {
 #if defined(__NVPTX__)
     uint8_t *ws = df_ctx_workspace(ctx);
     FOR_WARPS(ctx, w, nw)
@@ -1247,7 +1247,7 @@ void moe_down(const df_ctx *ctx) {
                                                               : 0};
   uint32_t nt = ntiles(tk.count);
 #if WGMMA
-  if (wg_usable(ctx, DN_WG_BYTES)) {
+  if (nt >= MOE_WG_MIN_NT && wg_usable(ctx, DN_WG_BYTES)) {
     /* the gathered h (the peers' copies and this CTA's own stores), to the
        tensor cores' reads */
     WG_PROXY_FENCE();

@@ -70,6 +70,9 @@
 #ifndef MOE_WG_DN_STAGES /* down's stages per warpgroup */
 #define MOE_WG_DN_STAGES 8
 #endif
+#ifndef MOE_WG_MIN_NT /* tasks of fewer n-tiles take the mma.sync paths */
+#define MOE_WG_MIN_NT 1
+#endif
 /* Timing probes (wrong results): MOE_WG_PROBE bit 2 skips the wgmma
    instructions, bit 8 the proxy fences. */
 #ifndef MOE_WG_PROBE

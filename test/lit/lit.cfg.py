@@ -47,6 +47,29 @@ def ptxas_release(path):
 if config.ptxas and os.path.exists(config.ptxas) and (ptxas_release(config.ptxas) or (0, 0)) >= (12, 8):
     config.available_features.add("ptxas")
 
+# cuobjdump, for tests that read the SASS ptxas makes: on PATH, in the CUDA
+# toolkit, or from the pinned pip package (requirements-test.txt).
+def find_cuobjdump():
+    import shutil
+    import subprocess
+    found = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
+    if os.path.exists(found):
+        return found
+    try:
+        out = subprocess.run(
+            ["python3", "-c", "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0],"
+             " 'cu13', 'bin', 'cuobjdump'))"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = out.strip()
+    return out if out and os.path.exists(out) else None
+
+
+cuobjdump = find_cuobjdump()
+if cuobjdump:
+    config.available_features.add("cuobjdump")
+config.substitutions.append(("%cuobjdump", cuobjdump or "cuobjdump"))
+
 # Build-tree helpers (input/reference generators of the runtime tests).
 config.substitutions.append(("%df_obj", config.df_obj_root))
 
