@@ -43,7 +43,9 @@
    variants by flag, see ntiles()) so that lightly routed experts do not
    pay for 64 tokens. gate_up's m-tile pairs
    8 gate rows with the 8 up rows of the same columns; both GEMMs stream
-   their weights through register rings (see "register ring" below). */
+   their weights through register rings (see "register ring" below).
+   Built with -DMOE_WGMMA both GEMMs run on warpgroup wgmma's from shared
+   memory instead (moe_wgmma.h). */
 #include "df/device.h"
 
 #ifndef MOE_HIDDEN

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# On the CPU machine: the warpgroup-GEMM comparison carry (examples/moe/
+# moe_wgmma.h, bench/moe/README.md run W), the same way in every session:
+# the shipped rows of scripts/gpu/make_all_carries.sh at their token counts
+# next to the wgmma builds of clusters of 3 (64-row tiles at 512 tokens:
+# 38 tasks in one round) and of 2, a probe without the wgmma instructions
+# (the data movement alone, wrong results) and a build that leaves tasks of
+# fewer than 3 n-tiles on the mma.sync paths.
+# usage: DF_BIN=build/bin bench/moe/make_wgmma_carry.sh [DIR]   (default build-moe-wg)
+#   then, on the GPU machine (carry DIR):
+#   python3 bench/moe/moe_bench.py DIR --block-dims 256 --out $OUT/bench
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+export DF_BIN="${DF_BIN:-$root/build/bin}"
+dir="${1:-build-moe-wg}"
+rm -rf "$dir"
+
+moe() { # NAME:SMS:CLUSTER TOKENS [VAR=VALUE...]
+  local variant=$1 tokens=$2
+  shift 2
+  env "$@" MOE_TOKENS="$tokens" MOE_VARIANTS="$variant" bash bench/moe/make_moe_carry.sh "$dir"
+}
+fine="-DMOE_NT_FINE -DMOE_NT3 -DMOE_GU_STAGE_MIN_NT=1"
+# the shipped rows (scripts/gpu/make_all_carries.sh)
+moe c3x117s3tapkm1:117:3 "128 256" MOE_PACKED=1 MOE_TILE=auto MOE_GU_STAGE=8 "MOE_CFLAGS=$fine"
+moe c2s3t20pkm1:132:2 512 MOE_PACKED=1 MOE_TILE=20 MOE_GU_STAGE=8 "MOE_CFLAGS=$fine"
+moe c2sft40pkm4:132:2 1024 MOE_PACKED=1 MOE_TILE=40 MOE_GU_STAGE=8 \
+  "MOE_CFLAGS=-DMOE_NT_FINE -DMOE_GU_STAGE_MIN_NT=4"
+# wgmma: 6 gate_up / 8 down stages of one m64 block, and 4 / 6 of two
+moe c3wg:117:3 "128 256 512" MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1
+moe c3wgm2:117:3 "128 256 512" MOE_PACKED=1 MOE_TILE=auto MOE_WG=4,6,2
+# wgmma from 3 n-tiles, the staged mma.sync paths below
+moe c3wgn3:117:3 "128 256 512" MOE_PACKED=1 MOE_TILE=auto MOE_GU_STAGE=8 MOE_WG=6,8,1 \
+  "MOE_CFLAGS=$fine -DMOE_WG_MIN_NT=3"
+# the data movement alone (no wgmma instructions: wrong results)
+moe c3wgp:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1 MOE_CFLAGS=-DMOE_WG_PROBE=2
+moe c2wg:132:2 "512 1024" MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1
+du -sh "$dir"
