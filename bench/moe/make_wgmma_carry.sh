@@ -4,8 +4,9 @@
 # the shipped rows of scripts/gpu/make_all_carries.sh at their token counts
 # next to the wgmma builds of clusters of 3 (64-row tiles at 512 tokens:
 # 38 tasks in one round) and of 2, a probe without the wgmma instructions
-# (the data movement alone, wrong results) and a build that leaves tasks of
-# fewer than 3 n-tiles on the mma.sync paths.
+# (the data movement alone, wrong results), one without the proxy fences,
+# and a build that leaves tasks of fewer than 3 n-tiles on the mma.sync
+# paths.
 # usage: DF_BIN=build/bin bench/moe/make_wgmma_carry.sh [DIR]   (default build-moe-wg)
 #   then, on the GPU machine (carry DIR):
 #   python3 bench/moe/moe_bench.py DIR --block-dims 256 --out $OUT/bench
@@ -33,7 +34,9 @@ moe c3wgm2:117:3 "128 256 512" MOE_PACKED=1 MOE_TILE=auto MOE_WG=4,6,2
 # wgmma from 3 n-tiles, the staged mma.sync paths below
 moe c3wgn3:117:3 "128 256 512" MOE_PACKED=1 MOE_TILE=auto MOE_GU_STAGE=8 MOE_WG=6,8,1 \
   "MOE_CFLAGS=$fine -DMOE_WG_MIN_NT=3"
-# the data movement alone (no wgmma instructions: wrong results)
+# the data movement alone (no wgmma instructions: wrong results), and
+# without the proxy fences (their cost; results may be wrong)
 moe c3wgp:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1 MOE_CFLAGS=-DMOE_WG_PROBE=2
+moe c3wgpf:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1 MOE_CFLAGS=-DMOE_WG_PROBE=8
 moe c2wg:132:2 "512 1024" MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1
 du -sh "$dir"
