@@ -721,7 +721,7 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
       const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const int32_t *tokens,          \
       uint32_t count, sm_ptr ring, uint16_t *out, uint32_t w, uint32_t nw, uint32_t first,       \
       uint32_t stride) {                                                                         \
-    enum { MW = MOE_WG_MW, D = MOE_WG_GU_STAGES };                                               \
+    enum { MW = MOE_WG_MW, D = MOE_WG_GU_STAGES, KC = MOE_WG_KC };                               \
     _Static_assert(GU_MTILES % (4 * MW) == 0, "wgmma gate_up: groups of MW blocks");             \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
@@ -731,23 +731,27 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
         UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
-    UNROLL for (int p = 0; p + 1 < D; p++) {                                                     \
-      GU_WG_ISSUE(NT, p);                                                                        \
+    UNROLL for (int p = 0; p + KC < D; p += KC) {                                                \
+      UNROLL for (int u = 0; u < KC; u++) GU_WG_ISSUE(NT, p + u);                                \
       WG_CP_COMMIT();                                                                            \
     }                                                                                            \
     for (uint32_t pass = 0; pass < passes; pass++) {                                             \
       /* a constant trip count and no branch while a wgmma group is in                           \
          flight: ptxas then keeps one group in flight instead of waiting                         \
          after each wgmma */                                                                     \
-      for (uint32_t k = 0; k < GU_KSTEPS; k++) {                                                 \
-        uint32_t s = pass * GU_KSTEPS + k;                                                       \
-        sm_ptr st = ring + (s % D) * WG_GU_STAGE_BYTES;                                          \
-        WG_CP_WAIT(D - 2); /* this thread's copies of step s */                                 \
+      for (uint32_t k0 = 0; k0 < GU_KSTEPS; k0 += KC) {                                          \
+        uint32_t s0 = pass * GU_KSTEPS + k0;                                                     \
+        WG_CP_WAIT(D / KC - 2); /* this thread's copies of the chunk */                         \
         WG_PROXY_FENCE();                                                                        \
         WG_BAR(wg); /* everyone's */                                                             \
-        WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, st + MW * WG_A_BYTES, WG_PLANE);      \
-        WG_WAIT(1); /* step s - 1's wgmma's are done: its stage is free */                       \
-        GU_WG_ISSUE(NT, s + D - 1);                                                              \
+        WG_FENCE();                                                                              \
+        UNROLL for (int u = 0; u < KC; u++) {                                                    \
+          sm_ptr st = ring + ((s0 + u) % D) * WG_GU_STAGE_BYTES;                                 \
+          WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, st + MW * WG_A_BYTES, WG_PLANE);    \
+        }                                                                                        \
+        WG_COMMIT();                                                                             \
+        WG_WAIT(1); /* the previous chunk's wgmma's are done: its stages are free */             \
+        UNROLL for (int u = 0; u < KC; u++) GU_WG_ISSUE(NT, s0 + D - KC + u);                    \
         WG_CP_COMMIT();                                                                          \
       }                                                                                          \
       WG_WAIT(0);                                                                                \
@@ -1140,7 +1144,7 @@ DN_RING3_(MOE_DN_RING3)
   static inline __attribute__((always_inline)) void down_wg_##NT(                                \
       const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
       const out_rows *rows, sm_ptr ring, uint32_t w, uint32_t nw) {                              \
-    enum { MW = MOE_WG_MW, D = MOE_WG_DN_STAGES };                                               \
+    enum { MW = MOE_WG_MW, D = MOE_WG_DN_STAGES, KC = MOE_WG_KC };                               \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4;                                         \
@@ -1152,22 +1156,27 @@ DN_RING3_(MOE_DN_RING3)
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
         UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
-    UNROLL for (int p = 0; p + 1 < D; p++) {                                                     \
-      DN_WG_ISSUE(p);                                                                            \
+    UNROLL for (int p = 0; p + KC < D; p += KC) {                                                \
+      UNROLL for (int u = 0; u < KC; u++) DN_WG_ISSUE(p + u);                                    \
       WG_CP_COMMIT();                                                                            \
     }                                                                                            \
     for (uint32_t pass = 0; pass < passes; pass++) {                                             \
-      for (uint32_t kk = 0; kk < DN_KSTEPS; kk++) { /* as in gate_up_wg: no branch */           \
-        uint32_t s = pass * DN_KSTEPS + kk;                                                      \
-        const uint16_t *b_ = part_of(parts, kk / ICHUNKS) + (kk % ICHUNKS) * MOE_TT * 32;        \
-        sm_ptr st = ring + (s % D) * WG_DN_STAGE_BYTES;                                          \
-        WG_CP_WAIT(D - 2);                                                                       \
+      for (uint32_t k0 = 0; k0 < DN_KSTEPS; k0 += KC) { /* as in gate_up_wg: no branch */       \
+        uint32_t s0 = pass * DN_KSTEPS + k0;                                                     \
+        WG_CP_WAIT(D / KC - 2);                                                                  \
         WG_PROXY_FENCE();                                                                        \
         WG_BAR(wg);                                                                              \
-        WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, sm_of((uint8_t *)(uintptr_t)b_),      \
-                WG_UP_LBO);                                                                      \
+        WG_FENCE();                                                                              \
+        UNROLL for (int u = 0; u < KC; u++) {                                                    \
+          uint32_t kk = k0 + u;                                                                  \
+          const uint16_t *b_ = part_of(parts, kk / ICHUNKS) + (kk % ICHUNKS) * MOE_TT * 32;      \
+          sm_ptr st = ring + ((s0 + u) % D) * WG_DN_STAGE_BYTES;                                 \
+          WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, sm_of((uint8_t *)(uintptr_t)b_),    \
+                  WG_UP_LBO);                                                                    \
+        }                                                                                        \
+        WG_COMMIT();                                                                             \
         WG_WAIT(1);                                                                              \
-        DN_WG_ISSUE(s + D - 1);                                                                  \
+        UNROLL for (int u = 0; u < KC; u++) DN_WG_ISSUE(s0 + D - KC + u);                        \
         WG_CP_COMMIT();                                                                          \
       }                                                                                          \
       WG_WAIT(0);                                                                                \

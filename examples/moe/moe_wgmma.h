@@ -73,6 +73,9 @@
 #ifndef MOE_WG_MIN_NT /* tasks of fewer n-tiles take the mma.sync paths */
 #define MOE_WG_MIN_NT 1
 #endif
+#ifndef MOE_WG_KC /* k steps per chunk: one wait, fence, barrier and group */
+#define MOE_WG_KC 1
+#endif
 /* Timing probes (wrong results): MOE_WG_PROBE bit 2 skips the wgmma
    instructions, bit 8 the proxy fences. */
 #ifndef MOE_WG_PROBE
@@ -86,7 +89,11 @@
 /* Stage bytes of the two handlers' rings (per warpgroup: times stages). */
 #define WG_GU_STAGE_BYTES (MOE_WG_MW * WG_A_BYTES + WG_B_BYTES)
 #define WG_DN_STAGE_BYTES (MOE_WG_MW * WG_A_BYTES)
-_Static_assert(MOE_WG_GU_STAGES >= 2 && MOE_WG_DN_STAGES >= 2, "wgmma rings: 2+ stages");
+_Static_assert(MOE_WG_GU_STAGES % MOE_WG_KC == 0 && MOE_WG_DN_STAGES % MOE_WG_KC == 0 &&
+                   MOE_WG_GU_STAGES / MOE_WG_KC >= 2 && MOE_WG_DN_STAGES / MOE_WG_KC >= 2,
+               "wgmma rings: whole chunks of MOE_WG_KC steps, 2+ of them");
+_Static_assert((MOE_HIDDEN / 32) % MOE_WG_KC == 0 && (MOE_INTER / 32) % MOE_WG_KC == 0,
+               "wgmma: chunks of MOE_WG_KC steps must divide both GEMMs' k steps");
 
 /* The CTA's warps make whole warpgroups and the workspace holds their
    rings of per_wg bytes each (else the mma.sync paths run). */
@@ -180,16 +187,15 @@ static inline __attribute__((always_inline)) float wg_read(float v) {
 }
 /* The wgmma's of one k step: MW A tiles at `a` (WG_A_BYTES apart) against
    the B step at `b` (k chunk stride lbo), accumulating into accp (this
-   lane's MW x NT C fragments), committed as one group. */
+   lane's MW x NT C fragments); the caller fences before and commits
+   after a chunk's steps. */
 #define WG_MMAS(NT, MW, accp, accs, a, b, lbo)                                                   \
   do {                                                                                           \
-    WG_FENCE();                                                                                  \
     UNROLL for (int q_ = 0; q_ < MW; q_++) UNROLL for (int h_ = 0; h_ < 2; h_++) if (           \
         !(MOE_WG_PROBE & 2)) wg_mma_##NT((accp) + q_ * NT * 4,                                   \
                                          wg_desc((a) + q_ * WG_A_BYTES + 2 * h_ * WG_PLANE,      \
                                                  WG_PLANE),                                      \
                                          wg_desc((b) + 2 * h_ * (lbo), (lbo)));                  \
-    WG_COMMIT();                                                                                 \
   } while (0)
 #else
 #define WG_FENCE() ((void)0)
