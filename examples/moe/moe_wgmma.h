@@ -41,20 +41,22 @@
 #endif
 
 /* Byte offset of (token row n, 8-k chunk c) inside one k step of the
-   staged ring (GS_COPY_CI: of copy ci, row ci / 4, chunk ci % 4); element
-   offsets of token row n and of 8-k chunk c inside a 32-column chunk of an
-   UpShard (added to a pointer one after the other, as the mma.sync path
-   always did); the UpShard element of token n, intermediate column m of
-   the shard. */
+   staged ring of the mma.sync gate_up (GS_COPY_CI: of copy ci, row ci / 4,
+   chunk ci % 4), the same in every build. */
+#define GS_COPY_OFF(n, c) (((n) * 4 + (c)) * 16)
+#define GS_COPY_CI(ci) ((ci) * 16)
+/* Element offsets of token row n and of 8-k chunk c inside a 32-column
+   chunk of an UpShard (added to a pointer one after the other, as the
+   mma.sync path always did), and the UpShard element of token n,
+   intermediate column m of the shard: [token][32] per chunk, or with
+   MOE_WGMMA wgmma's core-matrix layout [4 k chunks][MOE_TT tokens][8]
+   (down's mma.sync reads of it then conflict 4-way; the slot's size, the
+   program's shape, leaves no room for padding). */
 #if WGMMA
-#define GS_COPY_OFF(n, c) ((c) * (64 * 16) + (n) * 16)
-#define GS_COPY_CI(ci) GS_COPY_OFF((ci) >> 2, (ci) & 3)
 #define UP_ROW_OFF(n) ((n) * 8)
 #define UP_K_OFF(c) ((c) * (MOE_TT * 8))
 #define UP_INDEX(n, m) ((m) / 32 * (MOE_TT * 32) + UP_K_OFF((m) % 32 / 8) + UP_ROW_OFF(n) + (m) % 8)
 #else
-#define GS_COPY_OFF(n, c) (((n) * 4 + (c)) * 16)
-#define GS_COPY_CI(ci) ((ci) * 16)
 #define UP_ROW_OFF(n) ((n) * 32)
 #define UP_K_OFF(c) (8 * (c))
 #define UP_INDEX(n, m) (((m) / 32 * MOE_TT + (n)) * 32 + (m) % 32)
