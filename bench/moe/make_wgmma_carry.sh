@@ -41,4 +41,7 @@ moe c3wgn3:117:3 "128 256 512" MOE_PACKED=1 MOE_TILE=auto MOE_GU_STAGE=8 MOE_WG=
 moe c3wgp:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1 MOE_CFLAGS=-DMOE_WG_PROBE=2
 moe c3wgpf:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1 MOE_CFLAGS=-DMOE_WG_PROBE=8
 moe c2wg:132:2 "512 1024" MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1
+# fewer, larger tasks on clusters of 2 (64-row tiles: 37 / 48 tasks on 66
+# clusters; half an expert per SM, fewer SMs sharing the DRAM)
+moe c2wgt64:132:2 "512 1024" MOE_PACKED=1 MOE_TILE=64 MOE_WG=6,8,1
 du -sh "$dir"
