@@ -30,6 +30,9 @@ moe c2sft40pkm4:132:2 1024 MOE_PACKED=1 MOE_TILE=40 MOE_GU_STAGE=8 \
   "MOE_CFLAGS=-DMOE_NT_FINE -DMOE_GU_STAGE_MIN_NT=4"
 # wgmma: 6 gate_up / 8 down stages of one m64 block, and 4 / 6 of two
 moe c3wg:117:3 "128 256 512" MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1
+# 64-row tiles at 128 / 256 tokens too (30 / 33 tasks: fewer duplicate
+# weight reads, some clusters idle)
+moe c3wgt64:117:3 "128 256" MOE_PACKED=1 MOE_TILE=64 MOE_WG=6,8,1
 moe c3wgm2:117:3 "128 256 512" MOE_PACKED=1 MOE_TILE=auto MOE_WG=4,6,2
 # chunks of 2 k steps per wait, fence, barrier and wgmma group
 moe c3wgk2:117:3 "128 256 512" MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1 MOE_CFLAGS=-DMOE_WG_KC=2

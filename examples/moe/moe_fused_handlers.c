@@ -405,9 +405,11 @@ static inline uint32_t ntiles(uint32_t count) {
       a[Li][slot][q_][1] = ld_stream(p_ + (PACKED ? 256 : (uint64_t)MOE_INTER * MOE_HIDDEN));    \
     }                                                                                            \
   } while (0)
-/* The same addressing for the wgmma paths (moe_wgmma.h): lane L's 16 bytes of m-tile mt's gate row 8 mt + g at k step ks (8 k from
-   8 t); its up row is GU_A_HALF elements further. */
-__attribute__((unused)) static inline const uint16_t *gu_a_ptr(const uint16_t *wgu, uint32_t mt, uint32_t ks, uint32_t L) {
+/* The same addressing for the wgmma paths (moe_wgmma.h): lane L's 16
+   bytes of m-tile mt's gate row 8 mt + g at k step ks (8 k from 8 t); its
+   up row is GU_A_HALF elements further. */
+__attribute__((unused)) static inline const uint16_t *gu_a_ptr(const uint16_t *wgu, uint32_t mt,
+                                                               uint32_t ks, uint32_t L) {
   return PACKED ? wgu + ((uint64_t)mt * GU_KSTEPS + ks) * 512 + 8 * L
                 : wgu + (uint64_t)(mt * 8 + (L >> 2)) * MOE_HIDDEN + ks * 32 + 8 * (L & 3);
 }
@@ -1058,9 +1060,11 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
       a[Li][slot][1] = ld_stream(p_ + (PACKED ? 256 : 8 * MOE_INTER));                           \
     }                                                                                            \
   } while (0)
-/* The same addressing for the wgmma paths: lane L's 16 bytes of Wd row 16 mt + g at k step ks (8 k from 8 t); row
-   16 mt + g + 8 is DN_A_HALF elements further. */
-__attribute__((unused)) static inline const uint16_t *dn_a_ptr(const uint16_t *wd, uint32_t mt, uint32_t ks, uint32_t L) {
+/* The same addressing for the wgmma paths: lane L's 16 bytes of Wd row
+   16 mt + g at k step ks (8 k from 8 t); row 16 mt + g + 8 is DN_A_HALF
+   elements further. */
+__attribute__((unused)) static inline const uint16_t *dn_a_ptr(const uint16_t *wd, uint32_t mt,
+                                                               uint32_t ks, uint32_t L) {
   return PACKED ? wd + ((uint64_t)mt * DN_KSTEPS + ks) * 512 + 8 * L
                 : wd + (uint64_t)(mt * 16 + (L >> 2)) * MOE_INTER + ks * 32 + 8 * (L & 3);
 }
