@@ -363,18 +363,22 @@ static inline uint32_t ntiles(uint32_t count) {
   }
 /* The last k step of group w + nw (s / GU_KSTEPS) is done: h = SiLU(gate)
    * up -> UpShard[m / 32][token][m % 32], accumulators cleared. */
-#define GU_STORE_H(MW, NT) GU_STORE_H_MT(MW, NT, w + nw * (s / GU_KSTEPS), mg_ * MW + q)
-/* The same for group MG, whose m-tile q is MT (an expression of mg_, q). */
-#define GU_STORE_H_MT(MW, NT, MG, MT)                                                            \
+#define GU_STORE_H(MW, NT) GU_STORE_H_MT(MW, NT, w + nw * (s / GU_KSTEPS), mg_ * MW + q, 1)
+/* The same for group MG, whose m-tile q is MT (an expression of mg_, q),
+   stored where COND holds; the accumulators are read on every lane
+   (wg_read: before the branch, for the wgmma paths). */
+#define GU_STORE_H_MT(MW, NT, MG, MT, COND)                                                      \
   do {                                                                                           \
     uint32_t mg_ = (MG);                                                                         \
     FOR_LANES(L, Li) {                                                                           \
       uint32_t g = L >> 2, t = L & 3;                                                            \
       UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                    \
           UNROLL for (int i = 0; i < 2; i++) {                                                   \
-        uint32_t m = (MT) * 8 + g, n = 8 * j + 2 * t + i;                                        \
-        float h = silu(acc[Li][q][j][i]) * acc[Li][q][j][i + 2];                                 \
-        out[UP_INDEX(n, m)] = f32_to_bf16(h);                                                    \
+        float gt_ = wg_read(acc[Li][q][j][i]), up_ = wg_read(acc[Li][q][j][i + 2]);              \
+        if (COND) {                                                                              \
+          uint32_t m = (MT) * 8 + g, n = 8 * j + 2 * t + i;                                      \
+          out[UP_INDEX(n, m)] = f32_to_bf16(silu(gt_) * up_);                                    \
+        }                                                                                        \
         acc[Li][q][j][i] = acc[Li][q][j][i + 2] = 0.0f;                                          \
       }                                                                                          \
     }                                                                                            \
@@ -783,21 +787,7 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
 /* h = SiLU(gate) * up of group mg -> UpShard (a group past the last: read,
    not stored), accumulators cleared. */
 #define GU_WG_STORE_H(NT, mg_expr)                                                               \
-  do {                                                                                           \
-    uint32_t mg_ = (mg_expr);                                                                    \
-    FOR_LANES(L, Li) {                                                                           \
-      uint32_t g = L >> 2, t = L & 3;                                                            \
-      UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                    \
-          UNROLL for (int i = 0; i < 2; i++) {                                                   \
-        float gt_ = wg_read(acc[Li][q][j][i]), up_ = wg_read(acc[Li][q][j][i + 2]);              \
-        if (mg_ < groups) {                                                                      \
-          uint32_t m = ((mg_ * MW + q) * 4 + wi) * 8 + g, n = 8 * j + 2 * t + i;                 \
-          out[UP_INDEX(n, m)] = f32_to_bf16(silu(gt_) * up_);                                    \
-        }                                                                                        \
-        acc[Li][q][j][i] = acc[Li][q][j][i + 2] = 0.0f;                                          \
-      }                                                                                          \
-    }                                                                                            \
-  } while (0)
+  GU_STORE_H_MT(MW, NT, mg_expr, (mg_ * MW + q) * 4 + wi, mg_ < groups)
 GATE_UP_WG(1)
 GATE_UP_WG(2)
 GATE_UP_WG(3)

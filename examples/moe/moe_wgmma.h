@@ -62,6 +62,10 @@
 #define UP_INDEX(n, m) (((m) / 32 * MOE_TT + (n)) * 32 + (m) % 32)
 #endif
 
+#if !WGMMA
+#define wg_read(v) (v) /* moe_fused_handlers.c's epilogues read accumulators through it */
+#endif
+
 #if WGMMA
 #ifndef MOE_WG_MW /* m64 blocks per step of a warpgroup */
 #define MOE_WG_MW 1
