@@ -76,6 +76,9 @@
 #ifndef MOE_WG_DN_STAGES /* down's stages per warpgroup */
 #define MOE_WG_DN_STAGES 8
 #endif
+#ifndef MOE_WG_L2_256 /* the copies ask L2 for 256-byte fetches (as the register rings) */
+#define MOE_WG_L2_256 0
+#endif
 #ifndef MOE_WG_MIN_NT /* tasks of fewer n-tiles take the mma.sync paths */
 #define MOE_WG_MIN_NT 1
 #endif
@@ -83,7 +86,8 @@
 #define MOE_WG_KC 1
 #endif
 /* Timing probes (wrong results): MOE_WG_PROBE bit 2 skips the wgmma
-   instructions, bit 8 the proxy fences. */
+   instructions, bit 8 the proxy fences, bit 16 uses cp.async without the
+   source size (no zero fills), bit 32 skips the named barriers. */
 #ifndef MOE_WG_PROBE
 #define MOE_WG_PROBE 0
 #endif
@@ -174,13 +178,24 @@ WG_MMA_DEF(8, 64, WG_C8)
   } while (0)
 /* The 128 threads of warpgroup wg (named barriers 1 and up; the runtime
    uses 0). */
-#define WG_BAR(wg) __asm__ volatile("bar.sync %0, 128;" ::"r"(1 + (wg)) : "memory")
+#define WG_BAR(wg)                                                                               \
+  do {                                                                                           \
+    if (!(MOE_WG_PROBE & 32))                                                                    \
+      __asm__ volatile("bar.sync %0, 128;" ::"r"(1 + (wg)) : "memory");                          \
+  } while (0)
 /* A 16-byte copy, or (on = 0) 16 zero bytes without reading src: a
    predicate, not a branch, inside the wgmma pipeline. */
 static inline void wg_copy(sm_ptr dst, const uint16_t *src, uint32_t on) {
-  __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-                   "r"(on ? 16u : 0u)
-                   : "memory");
+  if (MOE_WG_PROBE & 16) /* probe: the plain form (copies past the last step read too) */
+    __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+  else if (MOE_WG_L2_256)
+    __asm__ volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst),
+                     "l"(src), "r"(on ? 16u : 0u)
+                     : "memory");
+  else
+    __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                     "r"(on ? 16u : 0u)
+                     : "memory");
 }
 #define WG_CP_COMMIT() __asm__ volatile("cp.async.commit_group;" ::: "memory")
 #define WG_CP_WAIT(n) __asm__ volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
