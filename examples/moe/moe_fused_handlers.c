@@ -552,7 +552,7 @@ static inline __attribute__((always_inline)) void gs_issue(gs_ring ring, const u
   uint32_t k = (step % GU_KSTEPS) * 32;
   for (uint32_t ci = first; ci < rows * 4; ci += stride) {
     uint32_t n = ci >> 2;
-    gs_copy(st + GS_COPY_CI(ci),
+    gs_copy(st + ci * 16,
             x + (uint64_t)tokens[n < count ? n : count - 1] * MOE_HIDDEN + k + 8 * (ci & 3));
   }
 }
@@ -625,7 +625,7 @@ static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
         UNROLL for (int j = 0; j < NT; j++) {                                                    \
           /* one n-tile's token fragment at a time: 4 registers live, not 32 */                  \
           u32x4 b[LANES];                                                                        \
-          FOR_LANES(L, Li) b[Li] = sm_read(st_ + GS_COPY_OFF(8 * j + (L >> 2), L & 3));          \
+          FOR_LANES(L, Li) b[Li] = sm_read(st_ + ((8 * j + (L >> 2)) * 4 + (L & 3)) * 16);       \
           UNROLL for (int q = 0; q < MW; q++) UNROLL for (int half = 0; half < 2; half++)        \
               warp_mma(acc[0][q][j], MW * NT * 4, a[0][u][q], DW * MW * 2, &b[0], 1, half);      \
         }                                                                                        \

@@ -40,11 +40,6 @@
 #define WGMMA 0
 #endif
 
-/* Byte offset of (token row n, 8-k chunk c) inside one k step of the
-   staged ring of the mma.sync gate_up (GS_COPY_CI: of copy ci, row ci / 4,
-   chunk ci % 4), the same in every build. */
-#define GS_COPY_OFF(n, c) (((n) * 4 + (c)) * 16)
-#define GS_COPY_CI(ci) ((ci) * 16)
 /* Element offsets of token row n and of 8-k chunk c inside a 32-column
    chunk of an UpShard (added to a pointer one after the other, as the
    mma.sync path always did), and the UpShard element of token n,
