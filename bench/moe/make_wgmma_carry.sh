@@ -6,7 +6,7 @@
 # 38 tasks in one round) and of 2, a probe without the wgmma instructions
 # (the data movement alone, wrong results), one without the proxy fences,
 # and a build that leaves tasks of fewer than 3 n-tiles on the mma.sync
-# paths.
+# paths; and the register-ring form (run X).
 # usage: DF_BIN=build/bin bench/moe/make_wgmma_carry.sh [DIR]   (default build-moe-wg)
 #   then, on the GPU machine (carry DIR):
 #   python3 bench/moe/moe_bench.py DIR --block-dims 256 --out $OUT/bench
@@ -47,4 +47,10 @@ moe c2wg:132:2 "512 1024" MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1
 # fewer, larger tasks on clusters of 2 (64-row tiles: 37 / 48 tasks on 66
 # clusters; half an expert per SM, fewer SMs sharing the DRAM)
 moe c2wgt64:132:2 "512 1024" MOE_PACKED=1 MOE_TILE=64 MOE_WG=6,8,1
+# the register-ring form (run X): loads into registers, shared stores into
+# 3 stages; 4 and 8 register steps; its probe without wgmma and fences
+moe c3wr:117:3 "256 512" MOE_PACKED=1 MOE_TILE=auto MOE_WG=3,3,1 MOE_CFLAGS=-DMOE_WG_REG=1
+moe c3wr8:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=3,3,1 "MOE_CFLAGS=-DMOE_WG_REG=1 -DMOE_WG_RR=8"
+moe c3wrp:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=3,3,1 \
+  "MOE_CFLAGS=-DMOE_WG_REG=1 -DMOE_WG_PROBE=66"
 du -sh "$dir"

@@ -788,14 +788,90 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
    not stored), accumulators cleared. */
 #define GU_WG_STORE_H(NT, mg_expr)                                                               \
   GU_STORE_H_MT(MW, NT, mg_expr, (mg_ * MW + q) * 4 + wi, mg_ < groups)
-GATE_UP_WG(1)
-GATE_UP_WG(2)
-GATE_UP_WG(3)
-GATE_UP_WG(4)
-GATE_UP_WG(5)
-GATE_UP_WG(6)
-GATE_UP_WG(7)
-GATE_UP_WG(8)
+#if MOE_WG_REG
+/* The register-ring form (moe_wgmma.h, MOE_WG_REG): per step, store the
+   step's pieces (loaded R steps ago) into its stage, load those of step
+   s + R (steps past the last load the last one again: valid addresses,
+   no branch), barrier, the step's wgmma's, wait for the previous step's. */
+/* token copies per thread (a warpgroup's 128 make 8 NT rows x 4 pieces;
+   the host's one virtual warp all of them) */
+#define GU_WG_COPIES(NT) (LANES == 1 ? 2u : 8u * (NT) * 4)
+#define GU_WR_STEP(step, mg_, k_)                                                                \
+  uint32_t k_ = (step) % GU_KSTEPS, mg_ = wg + nwg * ((step) / GU_KSTEPS);                      \
+  mg_ = mg_ < groups ? mg_ : groups - 1
+#define GU_WR(NT, slot, step, st, STORE)                                                         \
+  do {                                                                                           \
+    uint32_t sp_ = (step);                                                                       \
+    sp_ = sp_ < nsteps ? sp_ : nsteps - 1;                                                       \
+    GU_WR_STEP(sp_, mg_, k_);                                                                    \
+    WR_A(MW, slot, st, k_, (mg_ * MW + q_) * 4 + wi, GU_WG_PTR, GU_A_HALF, STORE);               \
+    UNROLL for (uint32_t r_ = 0; r_ < NC; r_++) {                                                \
+      uint32_t ci = first + r_ * stride;                                                         \
+      (void)ci;                                                                                  \
+      if (STORE)                                                                                 \
+        WR_ST((st) + MW * WG_A_BYTES + WG_TILE_OFF(ci >> 2, ci & 3), rb[slot][r_],               \
+              x + xs_[r_] + k_ * 32);                                                            \
+      else                                                                                       \
+        WR_LD(rb[slot][r_], x + xs_[r_] + k_ * 32, ld_cached);                                   \
+    }                                                                                            \
+  } while (0)
+#define GATE_UP_WR(NT)                                                                           \
+  static inline __attribute__((always_inline)) void gate_up_wr_##NT(                             \
+      const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const int32_t *tokens,          \
+      uint32_t count, sm_ptr ring, uint16_t *out, uint32_t w, uint32_t nw, uint32_t first,       \
+      uint32_t stride) {                                                                         \
+    enum { MW = MOE_WG_MW, D = MOE_WG_GU_STAGES, R = MOE_WG_RR, NC = GU_WG_COPIES(NT) };         \
+    _Static_assert(GU_MTILES % (4 * MW) == 0 && GU_KSTEPS % R == 0 && D >= 2,                    \
+                   "wgmma gate_up (registers): groups of MW blocks, R divides the k steps");     \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx;                                                                      \
+    const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4, groups = GU_MTILES / 4 / MW;            \
+    const uint32_t passes = (groups + nwg - 1) / nwg, nsteps = passes * GU_KSTEPS;               \
+    float acc[LANES][MW][NT][4];                                                                 \
+    u32x4 ra[LANES][R][MW][2], rb[R][LANES == 1 ? NC : 1];                                       \
+    (void)ra, (void)rb;                                                                          \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
+        UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
+    uint32_t xs_[NC];                                                                            \
+    UNROLL for (uint32_t r_ = 0; r_ < NC; r_++) {                                                \
+      uint32_t ci = first + r_ * stride, n_ = ci >> 2;                                           \
+      xs_[r_] = (uint32_t)tokens[n_ < count ? n_ : count - 1] * MOE_HIDDEN + 8 * (ci & 3);       \
+    }                                                                                            \
+    UNROLL for (int u = 0; u < R; u++) GU_WR(NT, u, u, ring, 0);                                 \
+    for (uint32_t pass = 0; pass < passes; pass++) {                                             \
+      for (uint32_t k0 = 0; k0 < GU_KSTEPS; k0 += R) { /* constant trip, no branch */           \
+        UNROLL for (int u = 0; u < R; u++) {                                                     \
+          uint32_t s = pass * GU_KSTEPS + k0 + u;                                                \
+          sm_ptr st = ring + (s % D) * WG_GU_STAGE_BYTES;                                        \
+          GU_WR(NT, u, s, st, 1);                                                                \
+          GU_WR(NT, u, s + R, st, 0);                                                            \
+          WG_PROXY_FENCE();                                                                      \
+          WG_BAR(wg);                                                                            \
+          WG_FENCE();                                                                            \
+          WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, st + MW * WG_A_BYTES, WG_PLANE);    \
+          WG_COMMIT();                                                                           \
+          WG_WAIT(1);                                                                            \
+        }                                                                                        \
+      }                                                                                          \
+      WG_WAIT(0);                                                                                \
+      GU_WG_STORE_H(NT, wg + nwg * pass);                                                        \
+    }                                                                                            \
+  }
+#define GU_WG_FN(NT) gate_up_wr_##NT
+#define GU_WG_DEF(NT) GATE_UP_WR(NT)
+#else
+#define GU_WG_FN(NT) gate_up_wg_##NT
+#define GU_WG_DEF(NT) GATE_UP_WG(NT)
+#endif
+GU_WG_DEF(1)
+GU_WG_DEF(2)
+GU_WG_DEF(3)
+GU_WG_DEF(4)
+GU_WG_DEF(5)
+GU_WG_DEF(6)
+GU_WG_DEF(7)
+GU_WG_DEF(8)
 #define GU_WG_BYTES (MOE_WG_GU_STAGES * WG_GU_STAGE_BYTES) /* per warpgroup */
 static inline __attribute__((always_inline)) void
 gate_up_wg(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x,
@@ -803,7 +879,7 @@ gate_up_wg(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16_t *
            uint32_t nw, uint32_t first, uint32_t stride) {
   switch (nt) {
 #define GU_WG_CASE(NT)                                                                           \
-  case NT: gate_up_wg_##NT(ctx, wgu, x, tokens, count, ring, out, w, nw, first, stride); break;
+  case NT: GU_WG_FN(NT)(ctx, wgu, x, tokens, count, ring, out, w, nw, first, stride); break;
     GU_WG_CASE(1)
     GU_WG_CASE(2)
     GU_WG_CASE(3)
@@ -1174,23 +1250,29 @@ DN_RING3_(MOE_DN_RING3)
         WG_CP_COMMIT();                                                                          \
       }                                                                                          \
       WG_WAIT(0);                                                                                \
-      uint32_t mg = wg + nwg * pass;                                                             \
-      FOR_LANES(L, Li) {                                                                         \
-        uint32_t g = L >> 2, t = L & 3;                                                          \
-        UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                  \
-            UNROLL for (int i = 0; i < 4; i++) {                                                 \
-          uint32_t mt = (mg * MW + q) * 4 + wi, m = mt * 16 + g + 8 * (i >> 1),                  \
-                   n = 8 * j + 2 * t + (i & 1);                                                  \
-          float y_ = wg_read(acc[Li][q][j][i]); /* on every lane, before the branch */          \
-          if (mt < mtiles && n < rows->count)                                                    \
-            add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                   \
-                       rows->weights[n] * y_);                                                   \
-          acc[Li][q][j][i] = 0.0f;                                                               \
-        }                                                                                        \
-      }                                                                                          \
+      DN_WG_EPILOGUE(NT, wg + nwg * pass);                                                       \
     }                                                                                            \
     WG_CP_WAIT(0);                                                                               \
   }
+/* Output[token][col] += weight * y for block group mg_expr, accumulators
+   cleared. */
+#define DN_WG_EPILOGUE(NT, mg_expr)                                                              \
+  do {                                                                                           \
+    uint32_t mg = (mg_expr);                                                                     \
+    FOR_LANES(L, Li) {                                                                           \
+      uint32_t g = L >> 2, t = L & 3;                                                            \
+      UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                    \
+          UNROLL for (int i = 0; i < 4; i++) {                                                   \
+        uint32_t mt = (mg * MW + q) * 4 + wi, m = mt * 16 + g + 8 * (i >> 1),                    \
+                 n = 8 * j + 2 * t + (i & 1);                                                    \
+        float y_ = wg_read(acc[Li][q][j][i]); /* on every lane, before the branch */            \
+        if (mt < mtiles && n < rows->count)                                                      \
+          add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                     \
+                     rows->weights[n] * y_);                                                     \
+        acc[Li][q][j][i] = 0.0f;                                                                 \
+      }                                                                                          \
+    }                                                                                            \
+  } while (0)
 /* This warp's A pieces of step `step` into its stage (zero fills past the
    last step). */
 #define DN_WG_ISSUE(step)                                                                        \
@@ -1199,14 +1281,72 @@ DN_RING3_(MOE_DN_RING3)
     WG_COPY_A(MW, ring + (sp_ % D) * WG_DN_STAGE_BYTES, sp_ % DN_KSTEPS,                         \
               (mg_ * MW + q_) * 4 + wi, DN_WG_PTR, DN_A_HALF, sp_ < nsteps);                     \
   } while (0)
-DOWN_WG(1)
-DOWN_WG(2)
-DOWN_WG(3)
-DOWN_WG(4)
-DOWN_WG(5)
-DOWN_WG(6)
-DOWN_WG(7)
-DOWN_WG(8)
+#if MOE_WG_REG
+/* The register-ring form, as gate_up_wr. */
+#define DN_WR(slot, step, st, STORE)                                                             \
+  do {                                                                                           \
+    uint32_t sp_ = (step);                                                                       \
+    sp_ = sp_ < nsteps ? sp_ : nsteps - 1;                                                       \
+    uint32_t mg_ = wg + nwg * (sp_ / DN_KSTEPS);                                                 \
+    WR_A(MW, slot, st, sp_ % DN_KSTEPS, (mg_ * MW + q_) * 4 + wi, DN_WG_PTR, DN_A_HALF, STORE);  \
+  } while (0)
+#define DOWN_WR(NT)                                                                              \
+  static inline __attribute__((always_inline)) void down_wr_##NT(                                \
+      const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
+      const out_rows *rows, sm_ptr ring, uint32_t w, uint32_t nw) {                              \
+    enum { MW = MOE_WG_MW, D = MOE_WG_DN_STAGES, R = MOE_WG_RR };                                \
+    _Static_assert(DN_KSTEPS % R == 0 && D >= 2, "wgmma down (registers): R divides the k steps"); \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx;                                                                      \
+    const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4;                                         \
+    const uint32_t mtiles = HSHARD_EVEN ? DN_MTILES : rows->mtiles;                              \
+    const uint32_t groups = (mtiles + 4 * MW - 1) / (4 * MW);                                    \
+    const uint32_t passes = wg < groups ? (groups - wg + nwg - 1) / nwg : 0;                     \
+    const uint32_t nsteps = passes * DN_KSTEPS;                                                  \
+    if (nsteps == 0)                                                                             \
+      return;                                                                                    \
+    float acc[LANES][MW][NT][4];                                                                 \
+    u32x4 ra[LANES][R][MW][2];                                                                   \
+    (void)ra;                                                                                    \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
+        UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
+    UNROLL for (int u = 0; u < R; u++) DN_WR(u, u, ring, 0);                                     \
+    for (uint32_t pass = 0; pass < passes; pass++) {                                             \
+      for (uint32_t k0 = 0; k0 < DN_KSTEPS; k0 += R) {                                           \
+        UNROLL for (int u = 0; u < R; u++) {                                                     \
+          uint32_t kk = k0 + u, s = pass * DN_KSTEPS + kk;                                       \
+          const uint16_t *b_ = part_of(parts, kk / ICHUNKS) + (kk % ICHUNKS) * MOE_TT * 32;      \
+          sm_ptr st = ring + (s % D) * WG_DN_STAGE_BYTES;                                        \
+          DN_WR(u, s, st, 1);                                                                    \
+          DN_WR(u, s + R, st, 0);                                                                \
+          WG_PROXY_FENCE();                                                                      \
+          WG_BAR(wg);                                                                            \
+          WG_FENCE();                                                                            \
+          WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, sm_of((uint8_t *)(uintptr_t)b_),    \
+                  WG_UP_LBO);                                                                    \
+          WG_COMMIT();                                                                           \
+          WG_WAIT(1);                                                                            \
+        }                                                                                        \
+      }                                                                                          \
+      WG_WAIT(0);                                                                                \
+      DN_WG_EPILOGUE(NT, wg + nwg * pass);                                                       \
+    }                                                                                            \
+  }
+#define DN_WG_FN(NT) down_wr_##NT
+#define DN_WG_DEF(NT) DOWN_WR(NT)
+#else
+#define DN_WG_FN(NT) down_wg_##NT
+#define DN_WG_DEF(NT) DOWN_WG(NT)
+#endif
+DN_WG_DEF(1)
+DN_WG_DEF(2)
+DN_WG_DEF(3)
+DN_WG_DEF(4)
+DN_WG_DEF(5)
+DN_WG_DEF(6)
+DN_WG_DEF(7)
+DN_WG_DEF(8)
 #define DN_WG_BYTES (MOE_WG_DN_STAGES * WG_DN_STAGE_BYTES) /* per warpgroup */
 static inline __attribute__((always_inline)) void down_wg(uint32_t nt, const df_ctx *ctx,
                                                           const uint16_t *wd,
@@ -1215,7 +1355,7 @@ static inline __attribute__((always_inline)) void down_wg(uint32_t nt, const df_
                                                           uint32_t w, uint32_t nw) {
   switch (nt) {
 #define DN_WG_CASE(NT)                                                                           \
-  case NT: down_wg_##NT(ctx, wd, parts, rows, ring, w, nw); break;
+  case NT: DN_WG_FN(NT)(ctx, wd, parts, rows, ring, w, nw); break;
     DN_WG_CASE(1)
     DN_WG_CASE(2)
     DN_WG_CASE(3)

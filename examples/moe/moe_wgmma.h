@@ -82,7 +82,8 @@
 #endif
 /* Timing probes (wrong results): MOE_WG_PROBE bit 2 skips the wgmma
    instructions, bit 8 the proxy fences, bit 16 uses cp.async without the
-   source size (no zero fills), bit 32 skips the named barriers. */
+   source size (no zero fills), bit 32 skips the named barriers, bit 64
+   the wgmma fences. */
 #ifndef MOE_WG_PROBE
 #define MOE_WG_PROBE 0
 #endif
@@ -161,7 +162,11 @@ WG_MMA_DEF(5, 40, WG_C5)
 WG_MMA_DEF(6, 48, WG_C6)
 WG_MMA_DEF(7, 56, WG_C7)
 WG_MMA_DEF(8, 64, WG_C8)
-#define WG_FENCE() __asm__ volatile("wgmma.fence.sync.aligned;" ::: "memory")
+#define WG_FENCE()                                                                               \
+  do {                                                                                           \
+    if (!(MOE_WG_PROBE & 64))                                                                    \
+      __asm__ volatile("wgmma.fence.sync.aligned;" ::: "memory");                                \
+  } while (0)
 #define WG_COMMIT() __asm__ volatile("wgmma.commit_group.sync.aligned;" ::: "memory")
 #define WG_WAIT(n) __asm__ volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(n) : "memory")
 /* Shared memory written through the generic proxy (stores, cp.async)
@@ -268,6 +273,60 @@ static void wg_mmas_host(uint32_t nt, uint32_t mw, float *acc, uint32_t accs, co
       sm_ptr d_ = (a) + q_ * WG_A_BYTES + WG_TILE_OFF(16 * wi + (L >> 2), L & 3);                \
       wg_copy(d_, p_, on);                                                                       \
       wg_copy(d_ + 8 * 16, p_ + (HALF), on);                                                     \
+    }                                                                                            \
+  } while (0)
+
+/* -DMOE_WG_REG=1: the copies reach the stages through registers instead
+   of cp.async: each 16-byte piece is loaded MOE_WG_RR steps ahead (the
+   mma.sync paths' loads: ld_stream for weights, ld_cached for token rows)
+   and stored into its stage (st.shared) in its step, before the
+   warpgroup's barrier. The wgmma of a step is waited for one step later,
+   so a stage is rewritten D >= 2 steps after its last reader. The host
+   copies at the store (WR_ST's src); its loads are no-ops. */
+#ifndef MOE_WG_REG
+#define MOE_WG_REG 0
+#endif
+#ifndef MOE_WG_RR /* steps of the register ring */
+#define MOE_WG_RR 4
+#endif
+#if defined(__NVPTX__)
+static inline void wg_sts(sm_ptr dst, u32x4 v) {
+  __asm__ volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(dst), "r"(v[0]), "r"(v[1]),
+                   "r"(v[2]), "r"(v[3])
+                   : "memory");
+}
+/* volatile keeps the PTX order (R steps ahead); ptxas still moves most
+   of a block's loads to its last steps (bench/moe/README.md, run X) */
+#define WR_LD(reg, src, ld)                                                                      \
+  do {                                                                                           \
+    uint32_t a_, b_, c_, d_;                                                                     \
+    __asm__ volatile("ld.global.nc" WR_Q_##ld ".v4.u32 {%0, %1, %2, %3}, [%4];"                  \
+                     : "=r"(a_), "=r"(b_), "=r"(c_), "=r"(d_)                                    \
+                     : "l"(src));                                                                \
+    (reg) = (u32x4){a_, b_, c_, d_};                                                             \
+  } while (0)
+#define WR_Q_ld_stream ".L1::no_allocate.L2::256B"
+#define WR_Q_ld_cached ""
+#define WR_ST(dst, reg, src) wg_sts((dst), (reg))
+#else
+#define WR_LD(reg, src, ld) ((void)0)
+#define WR_ST(dst, reg, src) memcpy((dst), (src), 16)
+#endif
+/* This warp's A pieces of k step ks of block group mg (MW blocks): load
+   into ra[..][slot], or store from there into the stage at `a`. */
+#define WR_A(MW, slot, a, ks, MTQ, PTR, HALF, STORE)                                             \
+  do {                                                                                           \
+    FOR_LANES(L, Li) UNROLL for (int q_ = 0; q_ < MW; q_++) {                                    \
+      const uint16_t *p_ = PTR(MTQ, ks, L);                                                      \
+      (void)Li, (void)p_;                                                                        \
+      if (STORE) {                                                                               \
+        sm_ptr d_ = (a) + q_ * WG_A_BYTES + WG_TILE_OFF(16 * wi + (L >> 2), L & 3);              \
+        WR_ST(d_, ra[Li][slot][q_][0], p_);                                                      \
+        WR_ST(d_ + 8 * 16, ra[Li][slot][q_][1], p_ + (HALF));                                    \
+      } else {                                                                                   \
+        WR_LD(ra[Li][slot][q_][0], p_, ld_stream);                                               \
+        WR_LD(ra[Li][slot][q_][1], p_ + (HALF), ld_stream);                                      \
+      }                                                                                          \
     }                                                                                            \
   } while (0)
 #endif /* WGMMA */
