@@ -722,6 +722,18 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
    D - 1 steps ahead; each warpgroup walks the same step count and a group
    past the last repeats it unstored (no branch around the wgmma's). */
 #define GU_WG_PTR(mt, ks, L) gu_a_ptr(wgu, mt, ks, L)
+/* token copies per thread (a warpgroup's 128 make 8 NT rows x 4 pieces;
+   the host's one virtual warp all of them) */
+#define GU_WG_COPIES(NT) (LANES == 1 ? 2u : 8u * (NT) * 4)
+/* This thread's token copies' element offsets in X (k step 0), read once
+   per task: a token index loaded next to its copy waited behind the
+   copies in flight (bench/moe/README.md, run X call 4). */
+#define GU_WG_XS(NT)                                                                             \
+  uint32_t xs_[GU_WG_COPIES(NT)];                                                                \
+  UNROLL for (uint32_t r_ = 0; r_ < GU_WG_COPIES(NT); r_++) {                                    \
+    uint32_t ci = first + r_ * stride, n_ = ci >> 2;                                             \
+    xs_[r_] = (uint32_t)tokens[n_ < count ? n_ : count - 1] * MOE_HIDDEN + 8 * (ci & 3);         \
+  }
 #define GATE_UP_WG(NT)                                                                           \
   static inline __attribute__((always_inline)) void gate_up_wg_##NT(                             \
       const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const int32_t *tokens,          \
@@ -737,6 +749,7 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
         UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
+    GU_WG_XS(NT);                                                                                \
     UNROLL for (int p = 0; p + KC < D; p += KC) {                                                \
       UNROLL for (int u = 0; u < KC; u++) GU_WG_ISSUE(NT, p + u);                                \
       WG_CP_COMMIT();                                                                            \
@@ -777,10 +790,9 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
     uint32_t mg_ = wg + nwg * (sp_ / GU_KSTEPS), k_ = sp_ % GU_KSTEPS;                           \
     mg_ = mg_ < groups ? mg_ : groups - 1; /* past the last group: the last again */            \
     WG_COPY_A(MW, st_, k_, (mg_ * MW + q_) * 4 + wi, GU_WG_PTR, GU_A_HALF, on_);                 \
-    UNROLL for (uint32_t r_ = 0; r_ < (LANES == 1 ? 2 : 8 * NT * 4); r_++) {                    \
-      uint32_t ci = first + r_ * stride, n_ = (ci >> 2) < count ? ci >> 2 : count - 1;           \
-      wg_copy(st_ + MW * WG_A_BYTES + WG_TILE_OFF(ci >> 2, ci & 3),                              \
-              x + (uint64_t)tokens[n_] * MOE_HIDDEN + k_ * 32 + 8 * (ci & 3),                    \
+    UNROLL for (uint32_t r_ = 0; r_ < GU_WG_COPIES(NT); r_++) {                                 \
+      uint32_t ci = first + r_ * stride;                                                         \
+      wg_copy(st_ + MW * WG_A_BYTES + WG_TILE_OFF(ci >> 2, ci & 3), x + xs_[r_] + k_ * 32,       \
               on_ && ci < 8 * NT * 4);                                                           \
     }                                                                                            \
   } while (0)
@@ -793,9 +805,6 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
    step's pieces (loaded R steps ago) into its stage, load those of step
    s + R (steps past the last load the last one again: valid addresses,
    no branch), barrier, the step's wgmma's, wait for the previous step's. */
-/* token copies per thread (a warpgroup's 128 make 8 NT rows x 4 pieces;
-   the host's one virtual warp all of them) */
-#define GU_WG_COPIES(NT) (LANES == 1 ? 2u : 8u * (NT) * 4)
 #define GU_WR_STEP(step, mg_, k_)                                                                \
   uint32_t k_ = (step) % GU_KSTEPS, mg_ = wg + nwg * ((step) / GU_KSTEPS);                      \
   mg_ = mg_ < groups ? mg_ : groups - 1
@@ -833,11 +842,7 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
         UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
-    uint32_t xs_[NC];                                                                            \
-    UNROLL for (uint32_t r_ = 0; r_ < NC; r_++) {                                                \
-      uint32_t ci = first + r_ * stride, n_ = ci >> 2;                                           \
-      xs_[r_] = (uint32_t)tokens[n_ < count ? n_ : count - 1] * MOE_HIDDEN + 8 * (ci & 3);       \
-    }                                                                                            \
+    GU_WG_XS(NT);                                                                                \
     UNROLL for (int u = 0; u < R; u++) GU_WR(NT, u, u, ring, 0);                                 \
     for (uint32_t pass = 0; pass < passes; pass++) {                                             \
       for (uint32_t k0 = 0; k0 < GU_KSTEPS; k0 += R) { /* constant trip, no branch */           \
