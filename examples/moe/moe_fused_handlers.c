@@ -1219,7 +1219,7 @@ DN_RING3_(MOE_DN_RING3)
   static inline __attribute__((always_inline)) void down_wg_##NT(                                \
       const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
       const out_rows *rows, sm_ptr ring, uint32_t w, uint32_t nw) {                              \
-    enum { MW = MOE_WG_MW, D = MOE_WG_DN_STAGES, KC = MOE_WG_KC };                               \
+    enum { MW = MOE_WG_MW, D = MOE_WG_DN_STAGES - WG_BULK_PROBE, KC = MOE_WG_KC };               \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4;                                         \
@@ -1227,6 +1227,15 @@ DN_RING3_(MOE_DN_RING3)
     const uint32_t groups = (mtiles + 4 * MW - 1) / (4 * MW);                                    \
     const uint32_t passes = wg < groups ? (groups - wg + nwg - 1) / nwg : 0;                     \
     const uint32_t nsteps = passes * DN_KSTEPS;                                                  \
+    const sm_ptr bars_ = ring + D * WG_DN_STAGE_BYTES;                                           \
+    const uint32_t lead_ = LANE_ID(ctx) == 0;                                                    \
+    (void)bars_, (void)lead_;                                                                    \
+    if (WG_BULK_PROBE) {                                                                         \
+      if (lead_ && wi == 0)                                                                      \
+        for (uint32_t j = 0; j < D; j++)                                                         \
+          wgb_init(bars_ + 8 * j, 4);                                                            \
+      WG_BAR(wg);                                                                                \
+    }                                                                                            \
     float acc[LANES][MW][NT][4];                                                                 \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
@@ -1238,9 +1247,13 @@ DN_RING3_(MOE_DN_RING3)
     for (uint32_t pass = 0; pass < passes; pass++) {                                             \
       for (uint32_t k0 = 0; k0 < DN_KSTEPS; k0 += KC) { /* as in gate_up_wg: no branch */       \
         uint32_t s0 = pass * DN_KSTEPS + k0;                                                     \
-        WG_CP_WAIT(D / KC - 2);                                                                  \
-        WG_PROXY_FENCE();                                                                        \
-        WG_BAR(wg);                                                                              \
+        if (WG_BULK_PROBE) {                                                                     \
+          wgb_wait(bars_ + 8 * (s0 % D), (s0 / D) & 1);                                          \
+        } else {                                                                                 \
+          WG_CP_WAIT(D / KC - 2);                                                                \
+          WG_PROXY_FENCE();                                                                      \
+          WG_BAR(wg);                                                                            \
+        }                                                                                        \
         WG_FENCE();                                                                              \
         UNROLL for (int u = 0; u < KC; u++) {                                                    \
           uint32_t kk = k0 + u;                                                                  \
@@ -1258,6 +1271,12 @@ DN_RING3_(MOE_DN_RING3)
       DN_WG_EPILOGUE(NT, wg + nwg * pass);                                                       \
     }                                                                                            \
     WG_CP_WAIT(0);                                                                               \
+    if (WG_BULK_PROBE) {                                                                         \
+      WG_BAR(wg);                                                                                \
+      if (lead_ && wi == 0)                                                                      \
+        for (uint32_t j = 0; j < D; j++)                                                         \
+          wgb_inval(bars_ + 8 * j);                                                              \
+    }                                                                                            \
   }
 /* Output[token][col] += weight * y for block group mg_expr, accumulators
    cleared. */
@@ -1283,8 +1302,17 @@ DN_RING3_(MOE_DN_RING3)
 #define DN_WG_ISSUE(step)                                                                        \
   do {                                                                                           \
     uint32_t sp_ = (step), mg_ = wg + nwg * (sp_ / DN_KSTEPS);                                   \
-    WG_COPY_A(MW, ring + (sp_ % D) * WG_DN_STAGE_BYTES, sp_ % DN_KSTEPS,                         \
-              (mg_ * MW + q_) * 4 + wi, DN_WG_PTR, DN_A_HALF, sp_ < nsteps);                     \
+    sm_ptr st_ = ring + (sp_ % D) * WG_DN_STAGE_BYTES;                                           \
+    if (WG_BULK_PROBE) {                                                                         \
+      sm_ptr b_ = bars_ + 8 * (sp_ % D);                                                         \
+      uint32_t on_ = lead_ && sp_ < nsteps;                                                      \
+      wgb_expect(on_, b_, MW * 1024);                                                            \
+      UNROLL for (int q_ = 0; q_ < MW; q_++)                                                     \
+          wgb_copy(on_, st_ + q_ * WG_A_BYTES + wi * 1024,                                       \
+                   DN_WG_PTR((mg_ * MW + q_) * 4 + wi, sp_ % DN_KSTEPS, 0), 1024, b_);           \
+    } else                                                                                       \
+      WG_COPY_A(MW, st_, sp_ % DN_KSTEPS, (mg_ * MW + q_) * 4 + wi, DN_WG_PTR, DN_A_HALF,        \
+                sp_ < nsteps);                                                                   \
   } while (0)
 #if MOE_WG_REG
 /* The register-ring form, as gate_up_wr. */

@@ -276,6 +276,58 @@ static void wg_mmas_host(uint32_t nt, uint32_t mw, float *acc, uint32_t accs, co
     }                                                                                            \
   } while (0)
 
+/* Timing probe MOE_WG_PROBE bit 128 (down only; wrong results): each
+   warp's packed 1 KB block of a k step comes in by one cp.async.bulk from
+   lane 0 (in the packed order, not the core-matrix layout), completion on
+   an mbarrier per stage (the last stage's space holds them) instead of
+   cp.async, its wait, the proxy fence and the named barrier. */
+#define WG_BULK_PROBE ((MOE_WG_PROBE & 128) != 0)
+#if defined(__NVPTX__)
+static inline void wgb_init(sm_ptr bar, uint32_t n) {
+  __asm__ volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(n) : "memory");
+  __asm__ volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+static inline void wgb_inval(sm_ptr bar) {
+  __asm__ volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+static inline void wgb_expect(uint32_t on, sm_ptr bar, uint32_t bytes) {
+  __asm__ volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %2, 0;\n"
+                   "@p mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n}" ::"r"(bar),
+                   "r"(bytes), "r"(on)
+                   : "memory");
+}
+static inline void wgb_copy(uint32_t on, sm_ptr dst, const uint16_t *src, uint32_t bytes,
+                            sm_ptr bar) {
+  __asm__ volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %4, 0;\n@p cp.async.bulk.shared::cluster."
+                   "global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n}" ::"r"(dst),
+                   "l"(src), "r"(bytes), "r"(bar), "r"(on)
+                   : "memory");
+}
+static inline void wgb_wait(sm_ptr bar, uint32_t parity) {
+  uint32_t done;
+  do
+    __asm__ volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+  while (!done);
+}
+#else
+static inline void wgb_init(sm_ptr bar, uint32_t n) { (void)bar, (void)n; }
+static inline void wgb_inval(sm_ptr bar) { (void)bar; }
+static inline void wgb_expect(uint32_t on, sm_ptr bar, uint32_t bytes) {
+  (void)on, (void)bar, (void)bytes;
+}
+static inline void wgb_copy(uint32_t on, sm_ptr dst, const uint16_t *src, uint32_t bytes,
+                            sm_ptr bar) {
+  (void)bar;
+  if (on)
+    memcpy(dst, src, bytes);
+}
+static inline void wgb_wait(sm_ptr bar, uint32_t parity) { (void)bar, (void)parity; }
+#endif
+
 /* -DMOE_WG_REG=1: the copies reach the stages through registers instead
    of cp.async: each 16-byte piece is loaded MOE_WG_RR steps ahead (the
    mma.sync paths' loads: ld_stream for weights, ld_cached for token rows)
