@@ -739,12 +739,25 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
       const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const int32_t *tokens,          \
       uint32_t count, sm_ptr ring, uint16_t *out, uint32_t w, uint32_t nw, uint32_t first,       \
       uint32_t stride) {                                                                         \
-    enum { MW = MOE_WG_MW, D = MOE_WG_GU_STAGES, KC = MOE_WG_KC };                               \
+    /* probe bits 128 + 256: A-only stages, twice as many in the space */                     \
+    enum { AONLY_ = WG_BULK_PROBE && (MOE_WG_PROBE & 256) };                                     \
+    enum { MW = MOE_WG_MW, KC = MOE_WG_KC,                                                       \
+           D = (AONLY_ ? 2 : 1) * MOE_WG_GU_STAGES - WG_BULK_PROBE,                              \
+           GU_SB_ = AONLY_ ? MW * WG_A_BYTES : WG_GU_STAGE_BYTES };                              \
     _Static_assert(GU_MTILES % (4 * MW) == 0, "wgmma gate_up: groups of MW blocks");             \
     uint32_t lane_ = LANE_ID(ctx);                                                               \
     (void)lane_, (void)ctx;                                                                      \
     const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4, groups = GU_MTILES / 4 / MW;            \
     const uint32_t passes = (groups + nwg - 1) / nwg, nsteps = passes * GU_KSTEPS;               \
+    const sm_ptr bars_ = ring + D * GU_SB_;                                           \
+    const uint32_t lead_ = LANE_ID(ctx) == 0;                                                    \
+    (void)bars_, (void)lead_;                                                                    \
+    if (WG_BULK_PROBE) {                                                                         \
+      if (lead_ && wi == 0)                                                                      \
+        for (uint32_t j = 0; j < D; j++)                                                         \
+          wgb_init(bars_ + 8 * j, 4);                                                            \
+      WG_BAR(wg);                                                                                \
+    }                                                                                            \
     float acc[LANES][MW][NT][4];                                                                 \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
@@ -760,12 +773,16 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
          after each wgmma */                                                                     \
       for (uint32_t k0 = 0; k0 < GU_KSTEPS; k0 += KC) {                                          \
         uint32_t s0 = pass * GU_KSTEPS + k0;                                                     \
-        WG_CP_WAIT(D / KC - 2); /* this thread's copies of the chunk */                         \
-        WG_PROXY_FENCE();                                                                        \
-        WG_BAR(wg); /* everyone's */                                                             \
+        if (WG_BULK_PROBE)                                                                       \
+          wgb_wait(bars_ + 8 * (s0 % D), (s0 / D) & 1);                                          \
+        if (!WG_BULK_PROBE || !(MOE_WG_PROBE & 256)) {                                           \
+          WG_CP_WAIT(D / KC - 2); /* this thread's copies of the chunk */                       \
+          WG_PROXY_FENCE();                                                                      \
+          WG_BAR(wg); /* everyone's */                                                           \
+        }                                                                                        \
         WG_FENCE();                                                                              \
         UNROLL for (int u = 0; u < KC; u++) {                                                    \
-          sm_ptr st = ring + ((s0 + u) % D) * WG_GU_STAGE_BYTES;                                 \
+          sm_ptr st = ring + ((s0 + u) % D) * GU_SB_;                                 \
           WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, st + MW * WG_A_BYTES, WG_PLANE);    \
         }                                                                                        \
         WG_COMMIT();                                                                             \
@@ -777,6 +794,12 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
       GU_WG_STORE_H(NT, wg + nwg * pass);                                                        \
     }                                                                                            \
     WG_CP_WAIT(0);                                                                               \
+    if (WG_BULK_PROBE) {                                                                         \
+      WG_BAR(wg);                                                                                \
+      if (lead_ && wi == 0)                                                                      \
+        for (uint32_t j = 0; j < D; j++)                                                         \
+          wgb_inval(bars_ + 8 * j);                                                              \
+    }                                                                                            \
   }
 /* The copies of step `step` into its stage (zero fills past the last
    step): this warp's A pieces, and this thread's share of the token rows
@@ -786,10 +809,19 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
 #define GU_WG_ISSUE(NT, step)                                                                    \
   do {                                                                                           \
     uint32_t sp_ = (step), on_ = sp_ < nsteps;                                                   \
-    sm_ptr st_ = ring + (sp_ % D) * WG_GU_STAGE_BYTES;                                           \
+    sm_ptr st_ = ring + (sp_ % D) * GU_SB_;                                           \
     uint32_t mg_ = wg + nwg * (sp_ / GU_KSTEPS), k_ = sp_ % GU_KSTEPS;                           \
     mg_ = mg_ < groups ? mg_ : groups - 1; /* past the last group: the last again */            \
-    WG_COPY_A(MW, st_, k_, (mg_ * MW + q_) * 4 + wi, GU_WG_PTR, GU_A_HALF, on_);                 \
+    if (WG_BULK_PROBE) {                                                                         \
+      sm_ptr b_ = bars_ + 8 * (sp_ % D);                                                         \
+      uint32_t lon_ = lead_ && on_;                                                              \
+      wgb_expect(lon_, b_, MW * 1024);                                                           \
+      UNROLL for (int q_ = 0; q_ < MW; q_++)                                                     \
+          wgb_copy(lon_, st_ + q_ * WG_A_BYTES + wi * 1024,                                      \
+                   GU_WG_PTR((mg_ * MW + q_) * 4 + wi, k_, 0), 1024, b_);                        \
+    } else                                                                                       \
+      WG_COPY_A(MW, st_, k_, (mg_ * MW + q_) * 4 + wi, GU_WG_PTR, GU_A_HALF, on_);               \
+    if (!WG_BULK_PROBE || !(MOE_WG_PROBE & 256))                                                 \
     UNROLL for (uint32_t r_ = 0; r_ < GU_WG_COPIES(NT); r_++) {                                 \
       uint32_t ci = first + r_ * stride;                                                         \
       wg_copy(st_ + MW * WG_A_BYTES + WG_TILE_OFF(ci >> 2, ci & 3), x + xs_[r_] + k_ * 32,       \

@@ -276,11 +276,13 @@ static void wg_mmas_host(uint32_t nt, uint32_t mw, float *acc, uint32_t accs, co
     }                                                                                            \
   } while (0)
 
-/* Timing probe MOE_WG_PROBE bit 128 (down only; wrong results): each
-   warp's packed 1 KB block of a k step comes in by one cp.async.bulk from
-   lane 0 (in the packed order, not the core-matrix layout), completion on
-   an mbarrier per stage (the last stage's space holds them) instead of
-   cp.async, its wait, the proxy fence and the named barrier. */
+/* Timing probe MOE_WG_PROBE bit 128 (wrong results): each warp's packed
+   1 KB block of a k step comes in by one cp.async.bulk from lane 0 (in
+   the packed order, not the core-matrix layout), completion on an
+   mbarrier per stage (the last stage's space holds them) instead of
+   cp.async, its wait, the proxy fence and the named barrier; with bit
+   256 too, gate_up copies no token rows and its stages hold A only (twice
+   as many in the same space). bench/moe/README.md, run X calls 5-7. */
 #define WG_BULK_PROBE ((MOE_WG_PROBE & 128) != 0)
 #if defined(__NVPTX__)
 static inline void wgb_init(sm_ptr bar, uint32_t n) {
