@@ -6,7 +6,7 @@
 # 38 tasks in one round) and of 2, a probe without the wgmma instructions
 # (the data movement alone, wrong results), one without the proxy fences,
 # and a build that leaves tasks of fewer than 3 n-tiles on the mma.sync
-# paths; and the register-ring form (run X).
+# paths; the register-ring form and the bulk-copy probes (run X).
 # usage: DF_BIN=build/bin bench/moe/make_wgmma_carry.sh [DIR]   (default build-moe-wg)
 #   then, on the GPU machine (carry DIR):
 #   python3 bench/moe/moe_bench.py DIR --block-dims 256 --out $OUT/bench
@@ -53,4 +53,14 @@ moe c3wr:117:3 "256 512" MOE_PACKED=1 MOE_TILE=auto MOE_WG=3,3,1 MOE_CFLAGS=-DMO
 moe c3wr8:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=3,3,1 "MOE_CFLAGS=-DMOE_WG_REG=1 -DMOE_WG_RR=8"
 moe c3wrp:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=3,3,1 \
   "MOE_CFLAGS=-DMOE_WG_REG=1 -DMOE_WG_PROBE=66"
+# weights by cp.async.bulk (run X calls 5-7; timing probes, wrong results):
+# down alone (gate_up skipped) in the cp.async and bulk forms and shipped;
+# bulk weights with and without the token copies (A-only stages)
+moe c3wgd:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1 "MOE_CFLAGS=-DMOE_PROBE=2"
+moe c3wgbd:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1 \
+  "MOE_CFLAGS=-DMOE_PROBE=2 -DMOE_WG_PROBE=128"
+moe c3sd:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_GU_STAGE=8 "MOE_CFLAGS=$fine -DMOE_PROBE=2"
+moe c3wgb:117:3 512 MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1 "MOE_CFLAGS=-DMOE_WG_PROBE=128"
+moe c3wgbn:117:3 "128 512" MOE_PACKED=1 MOE_TILE=auto MOE_WG=6,8,1 \
+  "MOE_CFLAGS=-DMOE_WG_PROBE=384"
 du -sh "$dir"
