@@ -98,7 +98,7 @@ __attribute__((unused)) static inline u32x4 sm_read(sm_ptr p) {
   (BK_RING_BYTES / ((MW) * (CH) * 1024) < BK_MAX_STAGES ? BK_RING_BYTES / ((MW) * (CH) * 1024)   \
                                                          : BK_MAX_STAGES)
 
-#if BULK
+/* mbarrier and bulk-copy helpers (also the wgmma probes', moe_wgmma.h) */
 #if defined(__NVPTX__)
 static inline void warp_sync(void) { __asm__ volatile("bar.warp.sync -1;" ::: "memory"); }
 static inline void bk_init(sm_ptr bar) {
@@ -146,6 +146,7 @@ static inline void bk_copy(sm_ptr dst, const uint16_t *src, uint32_t bytes, sm_p
 static inline void bk_wait(sm_ptr bar, uint32_t parity) { (void)bar, (void)parity; }
 #endif
 
+#if BULK
 /* A warp's weight stream: `w` the shard's packed blocks (block b of
    m-tile m at k step k: b = m KSTEPS + k, 512 elements), `on` whether the
    ring is there. */

@@ -752,12 +752,7 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
     const sm_ptr bars_ = ring + D * GU_SB_;                                           \
     const uint32_t lead_ = LANE_ID(ctx) == 0;                                                    \
     (void)bars_, (void)lead_;                                                                    \
-    if (WG_BULK_PROBE) {                                                                         \
-      if (lead_ && wi == 0)                                                                      \
-        for (uint32_t j = 0; j < D; j++)                                                         \
-          wgb_init(bars_ + 8 * j, 4);                                                            \
-      WG_BAR(wg);                                                                                \
-    }                                                                                            \
+    WGB_OPEN(bars_, D);                                                                          \
     float acc[LANES][MW][NT][4];                                                                 \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
@@ -774,7 +769,7 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
       for (uint32_t k0 = 0; k0 < GU_KSTEPS; k0 += KC) {                                          \
         uint32_t s0 = pass * GU_KSTEPS + k0;                                                     \
         if (WG_BULK_PROBE)                                                                       \
-          wgb_wait(bars_ + 8 * (s0 % D), (s0 / D) & 1);                                          \
+          bk_wait(bars_ + 8 * (s0 % D), (s0 / D) & 1);                                          \
         if (!WG_BULK_PROBE || !(MOE_WG_PROBE & 256)) {                                           \
           WG_CP_WAIT(D / KC - 2); /* this thread's copies of the chunk */                       \
           WG_PROXY_FENCE();                                                                      \
@@ -794,12 +789,7 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
       GU_WG_STORE_H(NT, wg + nwg * pass);                                                        \
     }                                                                                            \
     WG_CP_WAIT(0);                                                                               \
-    if (WG_BULK_PROBE) {                                                                         \
-      WG_BAR(wg);                                                                                \
-      if (lead_ && wi == 0)                                                                      \
-        for (uint32_t j = 0; j < D; j++)                                                         \
-          wgb_inval(bars_ + 8 * j);                                                              \
-    }                                                                                            \
+    WGB_CLOSE(bars_, D);                                                                         \
   }
 /* The copies of step `step` into its stage (zero fills past the last
    step): this warp's A pieces, and this thread's share of the token rows
@@ -1262,12 +1252,7 @@ DN_RING3_(MOE_DN_RING3)
     const sm_ptr bars_ = ring + D * WG_DN_STAGE_BYTES;                                           \
     const uint32_t lead_ = LANE_ID(ctx) == 0;                                                    \
     (void)bars_, (void)lead_;                                                                    \
-    if (WG_BULK_PROBE) {                                                                         \
-      if (lead_ && wi == 0)                                                                      \
-        for (uint32_t j = 0; j < D; j++)                                                         \
-          wgb_init(bars_ + 8 * j, 4);                                                            \
-      WG_BAR(wg);                                                                                \
-    }                                                                                            \
+    WGB_OPEN(bars_, D);                                                                          \
     float acc[LANES][MW][NT][4];                                                                 \
     FOR_LANES(L, Li)                                                                             \
     UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
@@ -1280,7 +1265,7 @@ DN_RING3_(MOE_DN_RING3)
       for (uint32_t k0 = 0; k0 < DN_KSTEPS; k0 += KC) { /* as in gate_up_wg: no branch */       \
         uint32_t s0 = pass * DN_KSTEPS + k0;                                                     \
         if (WG_BULK_PROBE) {                                                                     \
-          wgb_wait(bars_ + 8 * (s0 % D), (s0 / D) & 1);                                          \
+          bk_wait(bars_ + 8 * (s0 % D), (s0 / D) & 1);                                          \
         } else {                                                                                 \
           WG_CP_WAIT(D / KC - 2);                                                                \
           WG_PROXY_FENCE();                                                                      \
@@ -1303,12 +1288,7 @@ DN_RING3_(MOE_DN_RING3)
       DN_WG_EPILOGUE(NT, wg + nwg * pass);                                                       \
     }                                                                                            \
     WG_CP_WAIT(0);                                                                               \
-    if (WG_BULK_PROBE) {                                                                         \
-      WG_BAR(wg);                                                                                \
-      if (lead_ && wi == 0)                                                                      \
-        for (uint32_t j = 0; j < D; j++)                                                         \
-          wgb_inval(bars_ + 8 * j);                                                              \
-    }                                                                                            \
+    WGB_CLOSE(bars_, D);                                                                         \
   }
 /* Output[token][col] += weight * y for block group mg_expr, accumulators
    cleared. */

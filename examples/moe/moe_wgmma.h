@@ -287,10 +287,7 @@ static void wg_mmas_host(uint32_t nt, uint32_t mw, float *acc, uint32_t accs, co
 #if defined(__NVPTX__)
 static inline void wgb_init(sm_ptr bar, uint32_t n) {
   __asm__ volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(n) : "memory");
-  __asm__ volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-static inline void wgb_inval(sm_ptr bar) {
-  __asm__ volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+  bk_init_fence();
 }
 static inline void wgb_expect(uint32_t on, sm_ptr bar, uint32_t bytes) {
   __asm__ volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %2, 0;\n"
@@ -305,19 +302,8 @@ static inline void wgb_copy(uint32_t on, sm_ptr dst, const uint16_t *src, uint32
                    "l"(src), "r"(bytes), "r"(bar), "r"(on)
                    : "memory");
 }
-static inline void wgb_wait(sm_ptr bar, uint32_t parity) {
-  uint32_t done;
-  do
-    __asm__ volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-  while (!done);
-}
 #else
 static inline void wgb_init(sm_ptr bar, uint32_t n) { (void)bar, (void)n; }
-static inline void wgb_inval(sm_ptr bar) { (void)bar; }
 static inline void wgb_expect(uint32_t on, sm_ptr bar, uint32_t bytes) {
   (void)on, (void)bar, (void)bytes;
 }
@@ -327,8 +313,28 @@ static inline void wgb_copy(uint32_t on, sm_ptr dst, const uint16_t *src, uint32
   if (on)
     memcpy(dst, src, bytes);
 }
-static inline void wgb_wait(sm_ptr bar, uint32_t parity) { (void)bar, (void)parity; }
 #endif
+/* The probe's mbarriers: D of them after the stages, 4 arrivals (the
+   warps' lane 0) a phase; initialised before and invalidated after the
+   walk by the warpgroup's first thread. */
+#define WGB_OPEN(bars, D)                                                                        \
+  do {                                                                                           \
+    if (WG_BULK_PROBE) {                                                                         \
+      if (lead_ && wi == 0)                                                                      \
+        for (uint32_t j_ = 0; j_ < (D); j_++)                                                    \
+          wgb_init((bars) + 8 * j_, 4);                                                          \
+      WG_BAR(wg);                                                                                \
+    }                                                                                            \
+  } while (0)
+#define WGB_CLOSE(bars, D)                                                                       \
+  do {                                                                                           \
+    if (WG_BULK_PROBE) {                                                                         \
+      WG_BAR(wg);                                                                                \
+      if (lead_ && wi == 0)                                                                      \
+        for (uint32_t j_ = 0; j_ < (D); j_++)                                                    \
+          bk_inval((bars) + 8 * j_);                                                             \
+    }                                                                                            \
+  } while (0)
 
 /* -DMOE_WG_REG=1: the copies reach the stages through registers instead
    of cp.async: each 16-byte piece is loaded MOE_WG_RR steps ahead (the
