@@ -1237,18 +1237,22 @@ DN_RING3_(MOE_DN_RING3)
    nothing. The B operand is the gathered h in the UpShard slots: k step
    kk is chunk kk % ICHUNKS of part kk / ICHUNKS. */
 #define DN_WG_PTR(mt, ks, L) dn_a_ptr(wd, (mt) < mtiles ? (mt) : mtiles - 1, ks, L)
+/* A down warpgroup's walk: warp wi of warpgroup wg, its passes over the
+   block groups and k steps. */
+#define DN_WG_WALK()                                                                             \
+  uint32_t lane_ = LANE_ID(ctx);                                                                 \
+  (void)lane_, (void)ctx;                                                                        \
+  const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4;                                           \
+  const uint32_t mtiles = HSHARD_EVEN ? DN_MTILES : rows->mtiles;                                \
+  const uint32_t groups = (mtiles + 4 * MW - 1) / (4 * MW);                                      \
+  const uint32_t passes = wg < groups ? (groups - wg + nwg - 1) / nwg : 0;                       \
+  const uint32_t nsteps = passes * DN_KSTEPS
 #define DOWN_WG(NT)                                                                              \
   static inline __attribute__((always_inline)) void down_wg_##NT(                                \
       const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
       const out_rows *rows, sm_ptr ring, uint32_t w, uint32_t nw) {                              \
     enum { MW = MOE_WG_MW, D = MOE_WG_DN_STAGES - WG_BULK_PROBE, KC = MOE_WG_KC };               \
-    uint32_t lane_ = LANE_ID(ctx);                                                               \
-    (void)lane_, (void)ctx;                                                                      \
-    const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4;                                         \
-    const uint32_t mtiles = HSHARD_EVEN ? DN_MTILES : rows->mtiles;                              \
-    const uint32_t groups = (mtiles + 4 * MW - 1) / (4 * MW);                                    \
-    const uint32_t passes = wg < groups ? (groups - wg + nwg - 1) / nwg : 0;                     \
-    const uint32_t nsteps = passes * DN_KSTEPS;                                                  \
+    DN_WG_WALK();                                                                                \
     const sm_ptr bars_ = ring + D * WG_DN_STAGE_BYTES;                                           \
     const uint32_t lead_ = LANE_ID(ctx) == 0;                                                    \
     (void)bars_, (void)lead_;                                                                    \
@@ -1341,13 +1345,7 @@ DN_RING3_(MOE_DN_RING3)
       const out_rows *rows, sm_ptr ring, uint32_t w, uint32_t nw) {                              \
     enum { MW = MOE_WG_MW, D = MOE_WG_DN_STAGES, R = MOE_WG_RR };                                \
     _Static_assert(DN_KSTEPS % R == 0 && D >= 2, "wgmma down (registers): R divides the k steps"); \
-    uint32_t lane_ = LANE_ID(ctx);                                                               \
-    (void)lane_, (void)ctx;                                                                      \
-    const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4;                                         \
-    const uint32_t mtiles = HSHARD_EVEN ? DN_MTILES : rows->mtiles;                              \
-    const uint32_t groups = (mtiles + 4 * MW - 1) / (4 * MW);                                    \
-    const uint32_t passes = wg < groups ? (groups - wg + nwg - 1) / nwg : 0;                     \
-    const uint32_t nsteps = passes * DN_KSTEPS;                                                  \
+    DN_WG_WALK();                                                                                \
     if (nsteps == 0)                                                                             \
       return;                                                                                    \
     float acc[LANES][MW][NT][4];                                                                 \
