@@ -726,14 +726,21 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
    the host's one virtual warp all of them) */
 #define GU_WG_COPIES(NT) (LANES == 1 ? 2u : 8u * (NT) * 4)
 /* This thread's token copies' element offsets in X (k step 0), read once
-   per task: a token index loaded next to its copy waited behind the
-   copies in flight (bench/moe/README.md, run X call 4). */
+   per task, not next to every copy (no load left in the k loop; no
+   faster on its own: bench/moe/README.md, run X call 4). */
 #define GU_WG_XS(NT)                                                                             \
   uint32_t xs_[GU_WG_COPIES(NT)];                                                                \
   UNROLL for (uint32_t r_ = 0; r_ < GU_WG_COPIES(NT); r_++) {                                    \
     uint32_t ci = first + r_ * stride, n_ = ci >> 2;                                             \
     xs_[r_] = (uint32_t)tokens[n_ < count ? n_ : count - 1] * MOE_HIDDEN + 8 * (ci & 3);         \
   }
+/* A gate_up warpgroup's walk: warp wi of warpgroup wg, its passes over
+   the block groups (rounded up: every warpgroup walks the same steps). */
+#define GU_WG_WALK()                                                                             \
+  uint32_t lane_ = LANE_ID(ctx);                                                                 \
+  (void)lane_, (void)ctx;                                                                        \
+  const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4, groups = GU_MTILES / 4 / MW;              \
+  const uint32_t passes = (groups + nwg - 1) / nwg, nsteps = passes * GU_KSTEPS
 #define GATE_UP_WG(NT)                                                                           \
   static inline __attribute__((always_inline)) void gate_up_wg_##NT(                             \
       const df_ctx *ctx, const uint16_t *wgu, const uint16_t *x, const int32_t *tokens,          \
@@ -745,11 +752,8 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
            D = (AONLY_ ? 2 : 1) * MOE_WG_GU_STAGES - WG_BULK_PROBE,                              \
            GU_SB_ = AONLY_ ? MW * WG_A_BYTES : WG_GU_STAGE_BYTES };                              \
     _Static_assert(GU_MTILES % (4 * MW) == 0, "wgmma gate_up: groups of MW blocks");             \
-    uint32_t lane_ = LANE_ID(ctx);                                                               \
-    (void)lane_, (void)ctx;                                                                      \
-    const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4, groups = GU_MTILES / 4 / MW;            \
-    const uint32_t passes = (groups + nwg - 1) / nwg, nsteps = passes * GU_KSTEPS;               \
-    const sm_ptr bars_ = ring + D * GU_SB_;                                           \
+    GU_WG_WALK();                                                                                \
+    const sm_ptr bars_ = ring + D * GU_SB_;                                                      \
     const uint32_t lead_ = LANE_ID(ctx) == 0;                                                    \
     (void)bars_, (void)lead_;                                                                    \
     WGB_OPEN(bars_, D);                                                                          \
@@ -777,7 +781,7 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
         }                                                                                        \
         WG_FENCE();                                                                              \
         UNROLL for (int u = 0; u < KC; u++) {                                                    \
-          sm_ptr st = ring + ((s0 + u) % D) * GU_SB_;                                 \
+          sm_ptr st = ring + ((s0 + u) % D) * GU_SB_;                                            \
           WG_MMAS(NT, MW, &acc[0][0][0][0], MW * NT * 4, st, st + MW * WG_A_BYTES, WG_PLANE);    \
         }                                                                                        \
         WG_COMMIT();                                                                             \
@@ -799,7 +803,7 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
 #define GU_WG_ISSUE(NT, step)                                                                    \
   do {                                                                                           \
     uint32_t sp_ = (step), on_ = sp_ < nsteps;                                                   \
-    sm_ptr st_ = ring + (sp_ % D) * GU_SB_;                                           \
+    sm_ptr st_ = ring + (sp_ % D) * GU_SB_;                                                      \
     uint32_t mg_ = wg + nwg * (sp_ / GU_KSTEPS), k_ = sp_ % GU_KSTEPS;                           \
     mg_ = mg_ < groups ? mg_ : groups - 1; /* past the last group: the last again */            \
     if (WG_BULK_PROBE) {                                                                         \
@@ -827,14 +831,12 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
    step's pieces (loaded R steps ago) into its stage, load those of step
    s + R (steps past the last load the last one again: valid addresses,
    no branch), barrier, the step's wgmma's, wait for the previous step's. */
-#define GU_WR_STEP(step, mg_, k_)                                                                \
-  uint32_t k_ = (step) % GU_KSTEPS, mg_ = wg + nwg * ((step) / GU_KSTEPS);                      \
-  mg_ = mg_ < groups ? mg_ : groups - 1
 #define GU_WR(NT, slot, step, st, STORE)                                                         \
   do {                                                                                           \
     uint32_t sp_ = (step);                                                                       \
     sp_ = sp_ < nsteps ? sp_ : nsteps - 1;                                                       \
-    GU_WR_STEP(sp_, mg_, k_);                                                                    \
+    uint32_t k_ = sp_ % GU_KSTEPS, mg_ = wg + nwg * (sp_ / GU_KSTEPS);                           \
+    mg_ = mg_ < groups ? mg_ : groups - 1;                                                       \
     WR_A(MW, slot, st, k_, (mg_ * MW + q_) * 4 + wi, GU_WG_PTR, GU_A_HALF, STORE);               \
     UNROLL for (uint32_t r_ = 0; r_ < NC; r_++) {                                                \
       uint32_t ci = first + r_ * stride;                                                         \
@@ -854,10 +856,7 @@ gate_up_staged(uint32_t nt, const df_ctx *ctx, const uint16_t *wgu, const uint16
     enum { MW = MOE_WG_MW, D = MOE_WG_GU_STAGES, R = MOE_WG_RR, NC = GU_WG_COPIES(NT) };         \
     _Static_assert(GU_MTILES % (4 * MW) == 0 && GU_KSTEPS % R == 0 && D >= 2,                    \
                    "wgmma gate_up (registers): groups of MW blocks, R divides the k steps");     \
-    uint32_t lane_ = LANE_ID(ctx);                                                               \
-    (void)lane_, (void)ctx;                                                                      \
-    const uint32_t wi = w % 4, wg = w / 4, nwg = nw / 4, groups = GU_MTILES / 4 / MW;            \
-    const uint32_t passes = (groups + nwg - 1) / nwg, nsteps = passes * GU_KSTEPS;               \
+    GU_WG_WALK();                                                                                \
     float acc[LANES][MW][NT][4];                                                                 \
     u32x4 ra[LANES][R][MW][2], rb[R][LANES == 1 ? NC : 1];                                       \
     (void)ra, (void)rb;                                                                          \
