@@ -19,7 +19,10 @@ weights uniform in [-1, 1) / sqrt(fan-in), activations uniform in [-1, 1)),
 and for every token count of the carry measures
 
   * df (every variant): the carried plan and kernel through libdfrt, CUDA events around
-    each launch, median of --iters after --warmup, rotating over --sets
+    each launch (queued behind a --spin-cycles clock spin, so the events
+    time the GPU's work and not the host's submission, as bench/attention
+    does; the grouped_mm graphs and the copy the same way), median of
+    --iters after --warmup, rotating over --sets
     input sets (own X, weights and output per set); once with the output
     zeroing in the timed region ("df"), once without ("df kernel"); a
     variant whose kernel zeroes the output itself (VARIANT/output_zeroing
@@ -115,7 +118,7 @@ class DfMoe:
         lib.moe_df_run.argtypes = [c.c_void_p, c.c_uint32, c.c_uint32, c.c_int, c.c_char_p,
                                    c.c_size_t]
         lib.moe_df_hung.argtypes = [c.c_void_p]
-        lib.moe_df_time.argtypes = [c.c_void_p, c.c_uint32, c.c_uint32, c.c_int,
+        lib.moe_df_time.argtypes = [c.c_void_p, c.c_uint32, c.c_uint32, c.c_int, c.c_uint64,
                                     c.POINTER(c.c_float), c.c_char_p, c.c_size_t]
         lib.moe_df_describe.argtypes = [c.c_void_p, c.c_uint32, c.c_char_p, c.c_size_t,
                                         c.c_char_p, c.c_size_t]
@@ -155,9 +158,11 @@ class DfMoe:
     def hung(self) -> bool:
         return bool(self.h) and self.lib.moe_df_hung(self.h) != 0
 
-    def time(self, warmup: int, iters: int, zero: bool) -> list[float]:
+    def time(self, warmup: int, iters: int, zero: bool, spin: int = 0) -> list[float]:
+        """Event times (us) of `iters` launches; spin > 0: each launch queued
+        behind a clock spin of that many cycles (median_events)."""
         ms = (ctypes.c_float * iters)()
-        self._check(self.lib.moe_df_time(self.h, warmup, iters, int(zero), ms, self.err,
+        self._check(self.lib.moe_df_time(self.h, warmup, iters, int(zero), spin, ms, self.err,
                                          len(self.err)), "time")
         return [x * 1000.0 for x in ms]  # microseconds
 
@@ -242,10 +247,15 @@ def pack_weights(wgu, wd):
     return pgu, pd
 
 
-def median_events(torch, fn, warmup: int, iters: int, sets: int) -> list[float]:
+def median_events(torch, fn, warmup: int, iters: int, sets: int, spin: int = 0) -> list[float]:
+    """Event times (us) of fn(i % sets). spin > 0: a clock spin of that many
+    cycles runs first, so fn's work is already queued when the start event
+    fires and the events time the GPU, not the host's submission."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for i in range(warmup + iters):
+        if spin:
+            torch.cuda._sleep(spin)
         start.record()
         fn(i % sets)
         end.record()
@@ -267,12 +277,13 @@ def set_tokens(torch, s: int, tokens: int):
     return uniform(torch, (tokens, H), SET_SEED + 10 * s + 3 + tokens, 1.0)
 
 
-def copy_bandwidth(torch, warmup=5, iters=30) -> float:
+def copy_bandwidth(torch, spin: int, warmup=5, iters=30) -> float:
     """bytes/s of a 1 GiB device-to-device copy, read + write counted."""
     n = 1 << 30
     src = torch.empty(n, dtype=torch.uint8, device="cuda").fill_(1)
     dst = torch.empty_like(src)
-    us = statistics.median(median_events(torch, lambda _: dst.copy_(src), warmup, iters, 1))
+    us = statistics.median(median_events(torch, lambda _: dst.copy_(src), warmup, iters, 1,
+                                         spin))
     del src, dst
     return 2 * n / (us * 1e-6)
 
@@ -285,6 +296,10 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--sets", type=int, default=3, help="rotation sets of inputs (<= 8)")
+    ap.add_argument("--spin-cycles", type=int, default=400_000,
+                    help="a one-thread clock spin of this many cycles (~200 us) before each "
+                    "timed launch, so the events time the GPU's work and not the host's "
+                    "submission (as bench/attention); 0: no spin (the runs before run Y)")
     ap.add_argument("--timeout-ms", type=int, default=20000,
                     help="watchdog of the two checked launches per case (0: off)")
     ap.add_argument("--block-dims", default="256,192",
@@ -301,7 +316,7 @@ def main() -> int:
     dev = torch.cuda.get_device_properties(0)
     lines = [f"device: {dev.name}, {dev.multi_processor_count} SMs, torch {torch.__version__}, "
              f"CUDA {torch.version.cuda}"]
-    bw = copy_bandwidth(torch)
+    bw = copy_bandwidth(torch, a.spin_cycles)
     floor_us = WEIGHT_BYTES / bw * 1e6
     lines.append(f"copy bandwidth (1 GiB D2D, read+write): {bw / 1e12:.2f} TB/s; all expert "
                  f"weights {WEIGHT_BYTES / 1e6:.1f} MB -> floor {floor_us:.1f} us")
@@ -325,8 +340,10 @@ def main() -> int:
         fmt = lambda row: "| " + " | ".join(str(x).rjust(w) for x, w in zip(row, widths)) + " |"  # noqa: E731
         table = [fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
         table += [fmt(row) for row in rows]
-        notes = [f"median of {a.iters} launches after {a.warmup} warm-ups, {a.sets} rotating "
-                 "input sets; df = zero the fp32 output + launch (a kernel that zeroes it "
+        spun = (f"each queued behind a {a.spin_cycles}-cycle spin" if a.spin_cycles
+                else "no spin before the start event")
+        notes = [f"median of {a.iters} launches after {a.warmup} warm-ups ({spun}), {a.sets} "
+                 "rotating input sets; df = zero the fp32 output + launch (a kernel that zeroes it "
                  "itself, examples/moe/moe_zero_output.h: launch only), df kernel = launch "
                  "only; TB/s = "
                  "all expert weight bytes / df time; errors vs fp32 reference; df ok = max err <= "
@@ -384,7 +401,8 @@ def main() -> int:
             torch.cuda.synchronize()
             gmm_err = (gouts[0] - ref).abs().max().item()
             t_gmm = statistics.median(median_events(torch, lambda s: graphs[s].replay(),
-                                                    a.warmup, a.iters, a.sets))
+                                                    a.warmup, a.iters, a.sets,
+                                                    a.spin_cycles))
             del graphs
         except Exception as ex:  # noqa: BLE001 (report the baseline as missing, keep df's rows)
             say(f"grouped_mm baseline failed at {T} tokens: {ex}")
@@ -420,9 +438,10 @@ def main() -> int:
                 df.run(0, a.timeout_ms, zero=not by_kernel)  # over the first result
                 bitwise = torch.equal(once.view(torch.int32), outs[0].view(torch.int32))
                 df_err = (once - ref).abs().max().item()
-                t_df = statistics.median(df.time(a.warmup, a.iters, not by_kernel))
+                t_df = statistics.median(df.time(a.warmup, a.iters, not by_kernel,
+                                                 a.spin_cycles))
                 t_kernel = t_df if by_kernel else statistics.median(
-                    df.time(a.warmup, a.iters, False))
+                    df.time(a.warmup, a.iters, False, a.spin_cycles))
             except RuntimeError as ex:
                 say(f"df {name} at {T} tokens: {ex}")
                 rows.append((T, name, rv["ntasks"], "failed") + ("-",) * (len(header) - 4))

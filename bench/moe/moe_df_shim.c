@@ -8,9 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "df/cuda_driver.h"
 #include "df/program.h"
 #include "df/rt_trace.h"
 #include "df/runtime.h"
+
+/* A one-thread clock spin (JIT-compiled by the driver) that moe_df_time
+   queues before each timed launch, so that the launch is already waiting
+   on the GPU when the start event fires: the events then time the GPU's
+   work, not the host's submission (bench/attention times the same way). */
+static const char spin_ptx[] = ".version 8.0\n.target sm_90a\n.address_size 64\n"
+                               ".visible .entry moe_spin(.param .u64 cycles) {\n"
+                               "  .reg .u64 %r<4>; .reg .pred %p;\n"
+                               "  ld.param.u64 %r1, [cycles];\n"
+                               "  mov.u64 %r2, %clock64;\n"
+                               "LOOP:\n"
+                               "  mov.u64 %r3, %clock64; sub.u64 %r3, %r3, %r2;\n"
+                               "  setp.lt.u64 %p, %r3, %r1; @%p bra LOOP;\n"
+                               "  ret;\n}\n";
 
 /* The program's tensors (examples/moe/moe_fused_handlers.c): X, Wgu,
    Tasks, Tokens, Output, Sync, Wd, Weights. */
@@ -27,6 +42,8 @@ typedef struct moe_df {
   size_t out_bytes[MOE_MAX_SETS];
   uint32_t sets, block_dim;
   df_rt_event *start, *end;
+  CUmodule spin_mod;
+  CUfunction spin;
 } moe_df;
 
 static int fail(df_status s, char *err, size_t cap) {
@@ -50,6 +67,8 @@ void moe_df_close(moe_df *m) {
   df_rt_event_destroy(m->end);
   df_rt_plan_destroy(m->plan);
   df_rt_module_unload(m->mod);
+  if (m->spin_mod)
+    df_rt_driver(m->rt)->cuModuleUnload(m->spin_mod);
   df_rt_stream_destroy(m->stream);
   df_rt_device_close(m->dev);
   df_rt_destroy(m->rt);
@@ -83,6 +102,26 @@ int moe_df_open(const char *driver, const char *kernel, const char *plan, int or
   }
   TRY(df_rt_event_create(m->dev, &m->start));
   TRY(df_rt_event_create(m->dev, &m->end));
+  const df_cuda_driver *cu = df_rt_driver(m->rt);
+  if (cu->cuModuleLoadDataEx(&m->spin_mod, spin_ptx, 0, NULL, NULL) != CUDA_SUCCESS ||
+      cu->cuModuleGetFunction(&m->spin, m->spin_mod, "moe_spin") != CUDA_SUCCESS) {
+    snprintf(err, cap, "moe_spin: the driver could not load the spin kernel");
+    return 1;
+  }
+  return 0;
+}
+
+static int spin(moe_df *m, uint64_t cycles, char *err, size_t cap) {
+  CUlaunchConfig c;
+  memset(&c, 0, sizeof c);
+  c.gridDimX = c.gridDimY = c.gridDimZ = 1;
+  c.blockDimX = c.blockDimY = c.blockDimZ = 1;
+  c.hStream = df_rt_stream_handle(m->stream);
+  void *p[] = {&cycles};
+  if (df_rt_driver(m->rt)->cuLaunchKernelEx(&c, m->spin, p, NULL) != CUDA_SUCCESS) {
+    snprintf(err, cap, "moe_spin: launch failed");
+    return 1;
+  }
   return 0;
 }
 
@@ -202,10 +241,12 @@ int moe_df_hung(const moe_df *m) { return m->dev && df_rt_device_hung(m->dev); }
    set's output first (a kernel built with -DMOE_ZERO_OUTPUT=0 adds into
    it, so its correct result needs that); without, such a kernel's output
    accumulates (timing only). */
-int moe_df_time(moe_df *m, uint32_t warmup, uint32_t iters, int zero, float *ms, char *err,
-                size_t cap) {
+int moe_df_time(moe_df *m, uint32_t warmup, uint32_t iters, int zero, uint64_t spin_cycles,
+                float *ms, char *err, size_t cap) {
   for (uint32_t i = 0; i < warmup + iters; i++) {
     uint32_t set = i % m->sets;
+    if (spin_cycles && spin(m, spin_cycles, err, cap))
+      return 1;
     TRY(df_rt_event_record(m->start, m->stream));
     if (zero)
       TRY(df_rt_memset_d8(m->dev, m->stream, m->out_ptr[set], 0, m->out_bytes[set]));
