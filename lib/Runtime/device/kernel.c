@@ -226,6 +226,18 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
     df_rt_mark_pc(&rt, DF_PROGRESS_PC_NONE);
     df_rt_mark(&rt, DF_PHASE_STARTUP, DF_PROGRESS_NONE, 0);
   }
+  /* The queue's first chunk is read before the start-up's fences and
+     barrier, so that its two dependent loads (offset, then records)
+     overlap the start-up's own instead of following them. */
+  const df_abi_instr *queue = instructions + queue_offsets[q];
+  const uint32_t length = queue_lengths[q];
+  df_chunk k;
+  k.lane = rt.tid & 31u;
+  k.span = (rt.threads & 31u) ? 1u : 32u;
+  k.mask = (uint32_t)__nvvm_activemask(); /* every thread is here, converged */
+  k.base = 0;
+  if (length)
+    chunk_load(&k, queue, 0, length);
   df_rt_startup(&rt, barrier_init_indices + barrier_init_offsets[q], barrier_init_lengths[q]);
 
   df_ctx ctx = {0};
@@ -241,15 +253,6 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
   ctx.threads = rt.threads;
   workspace_place(&ctx);
 
-  const df_abi_instr *queue = instructions + queue_offsets[q];
-  const uint32_t length = queue_lengths[q];
-  df_chunk k;
-  k.lane = rt.tid & 31u;
-  k.span = (rt.threads & 31u) ? 1u : 32u;
-  k.mask = (uint32_t)__nvvm_activemask(); /* every thread is here, converged */
-  k.base = 0;
-  if (length)
-    chunk_load(&k, queue, 0, length);
   df_pool pool = {(uint32_t *)0, 0, 0, 0, 0, 0, DF_SENTINEL};
 #ifdef DF_RT_TRACE
   uint32_t traced_pool = 0;
