@@ -266,7 +266,10 @@ static CUresult f_get_function(CUfunction *f, CUmodule m, const char *name) {
   bool watched = n >= 8 && strcmp(name + n - 8, "_watched") == 0;
   if (watched && fake.no_watched_entry)
     return CUDA_ERROR_NOT_FOUND;
-  *f = (CUfunction)(uintptr_t)(watched ? FAKE_WATCHED_FUNCTION : FAKE_FUNCTION);
+  bool df = strncmp(name, "df_", 3) == 0;
+  *f = (CUfunction)(uintptr_t)(!df ? FAKE_OTHER_FUNCTION
+                               : watched ? FAKE_WATCHED_FUNCTION
+                                         : FAKE_FUNCTION);
   return CUDA_SUCCESS;
 }
 
@@ -428,6 +431,8 @@ static CUresult f_launch(const CUlaunchConfig *c, CUfunction f, void **params, v
     return CUDA_ERROR_INVALID_VALUE;
   if (cluster_of(c) > 8 && fake.func_attr[CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED] != 1)
     return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  if ((uintptr_t)f == FAKE_OTHER_FUNCTION)
+    return CUDA_SUCCESS; /* not df's kernel: its parameters are not df's */
   fake.launch_count++;
   fake.last_cfg = *c;
   memset(fake.last_attrs, 0, sizeof fake.last_attrs);

@@ -24,6 +24,8 @@ enum {
    "_watched" (the watchdog's entry) gets the second. */
 #define FAKE_FUNCTION 0x3000u
 #define FAKE_WATCHED_FUNCTION 0x3001u
+/* Any other entry (a bench's helper kernel, e.g. bench/moe's clock spin). */
+#define FAKE_OTHER_FUNCTION 0x3002u
 
 typedef struct fake_call {
   char name[48];

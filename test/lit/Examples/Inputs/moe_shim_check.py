@@ -36,6 +36,8 @@ expect_error("set 1", lambda: df.run(1, 1000))
 expect_error("set 1 unzeroed", lambda: df.run(1, 1000, zero=False))
 df.run(0, 0, zero=False)
 print("zeroing:", (v / "output_zeroing").read_text().strip())
+# timed launches, each queued behind the shim's clock spin and without it
+print("timed:", len(df.time(1, 3, False, spin=1000)), len(df.time(0, 2, False)))
 expect_error("untraced", lambda: df.trace(0, 16))
 print("hung:", df.hung())
 expect_error("bad dtype", lambda: df.bind(tensors[:4] + [(ptr(4), "float99", (T, mb.H))] +
