@@ -103,9 +103,11 @@ int moe_df_open(const char *driver, const char *kernel, const char *plan, int or
   TRY(df_rt_event_create(m->dev, &m->start));
   TRY(df_rt_event_create(m->dev, &m->end));
   const df_cuda_driver *cu = df_rt_driver(m->rt);
-  if (cu->cuModuleLoadDataEx(&m->spin_mod, spin_ptx, 0, NULL, NULL) != CUDA_SUCCESS ||
-      cu->cuModuleGetFunction(&m->spin, m->spin_mod, "moe_spin") != CUDA_SUCCESS) {
-    snprintf(err, cap, "moe_spin: the driver could not load the spin kernel");
+  CUresult r = cu->cuModuleLoadDataEx(&m->spin_mod, spin_ptx, 0, NULL, NULL);
+  if (r == CUDA_SUCCESS)
+    r = cu->cuModuleGetFunction(&m->spin, m->spin_mod, "moe_spin");
+  if (r != CUDA_SUCCESS) {
+    snprintf(err, cap, "moe_spin: the driver did not load the spin kernel (CUresult %d)", (int)r);
     return 1;
   }
   return 0;
@@ -118,8 +120,10 @@ static int spin(moe_df *m, uint64_t cycles, char *err, size_t cap) {
   c.blockDimX = c.blockDimY = c.blockDimZ = 1;
   c.hStream = df_rt_stream_handle(m->stream);
   void *p[] = {&cycles};
-  if (df_rt_driver(m->rt)->cuLaunchKernelEx(&c, m->spin, p, NULL) != CUDA_SUCCESS) {
-    snprintf(err, cap, "moe_spin: launch failed");
+  CUresult r = df_rt_driver(m->rt)->cuLaunchKernelEx(&c, m->spin, p, NULL);
+  if (r != CUDA_SUCCESS) {
+    snprintf(err, cap, "moe_spin: launch of %llu cycles failed (CUresult %d)",
+             (unsigned long long)cycles, (int)r);
     return 1;
   }
   return 0;
