@@ -435,10 +435,18 @@ int main(int argc, char **argv) {
          (unsigned long long)o.seed);
   for (uint32_t e = 0; e < E; e++)
     printf(" %u", count[e]);
+  /* Every task reads its expert's weights once (spread over its cluster),
+     so a hot expert's tiles read them again: what the launch streams
+     through the L2 (bench/moe run Y), against the floor's distinct bytes. */
+  uint32_t distinct = 0;
+  for (uint32_t e = 0; e < E; e++)
+    distinct += count[e] > 0;
+  const double set_mb = 3.0 * o.inter * o.hidden * 2 / 1e6; /* gate, up, down; bf16 */
   printf("\nmoe_fused_gen: max rows %u, %u tiles of <= %u%s, %u task positions on %u clusters "
-         "(%u rounds), max cluster cost %.2f\n",
+         "(%u rounds), max cluster cost %.2f; weights read %.1f MB (%u sets), %.1f MB distinct "
+         "(%u)\n",
          max_count, ntask, o.tile, o.tile_auto ? " (--tile auto)" : "", positions, C, rounds,
-         max_load);
+         max_load, ntask * set_mb, ntask, distinct * set_mb, distinct);
   if (!rc && o.inputs)
     rc = inputs_and_reference(&o, topk, topw);
   free(topk), free(topw), free(count), free(first), free(rows), free(rw), free(fill);
