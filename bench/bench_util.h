@@ -9,6 +9,21 @@
 
 #include "df/plan.h"
 
+/* PTX for the driver's JIT: the module header, then a one-thread clock
+   spin entry NAME(.param .u64 cycles). Queued before a timed launch, the
+   spin makes the launch wait on the GPU when the start event fires, so
+   the events time the GPU's work and not the host's submission. */
+#define BENCH_PTX_HEADER ".version 8.0\n.target sm_90a\n.address_size 64\n"
+#define BENCH_SPIN_PTX(name)                                                                       \
+  ".visible .entry " name "(.param .u64 cycles) {\n"                                               \
+  "  .reg .u64 %r<4>; .reg .pred %p;\n"                                                            \
+  "  ld.param.u64 %r1, [cycles];\n"                                                                \
+  "  mov.u64 %r2, %clock64;\n"                                                                     \
+  "LOOP:\n"                                                                                        \
+  "  mov.u64 %r3, %clock64; sub.u64 %r3, %r3, %r2;\n"                                              \
+  "  setp.lt.u64 %p, %r3, %r1; @%p bra LOOP;\n"                                                    \
+  "  ret;\n}\n"
+
 /* Wall-clock time (CLOCK_MONOTONIC) in microseconds. */
 double bench_wall_us(void);
 

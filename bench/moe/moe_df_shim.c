@@ -13,19 +13,11 @@
 #include "df/rt_trace.h"
 #include "df/runtime.h"
 
-/* A one-thread clock spin (JIT-compiled by the driver) that moe_df_time
-   queues before each timed launch, so that the launch is already waiting
-   on the GPU when the start event fires: the events then time the GPU's
-   work, not the host's submission (bench/attention times the same way). */
-static const char spin_ptx[] = ".version 8.0\n.target sm_90a\n.address_size 64\n"
-                               ".visible .entry moe_spin(.param .u64 cycles) {\n"
-                               "  .reg .u64 %r<4>; .reg .pred %p;\n"
-                               "  ld.param.u64 %r1, [cycles];\n"
-                               "  mov.u64 %r2, %clock64;\n"
-                               "LOOP:\n"
-                               "  mov.u64 %r3, %clock64; sub.u64 %r3, %r3, %r2;\n"
-                               "  setp.lt.u64 %p, %r3, %r1; @%p bra LOOP;\n"
-                               "  ret;\n}\n";
+#include "../bench_util.h"
+
+/* The clock spin moe_df_time queues before each timed launch
+   (bench_util.h; bench/attention and bench/overhead time the same way). */
+static const char spin_ptx[] = BENCH_PTX_HEADER BENCH_SPIN_PTX("moe_spin");
 
 /* The program's tensors (examples/moe/moe_fused_handlers.c): X, Wgu,
    Tasks, Tokens, Output, Sync, Wd, Weights. */

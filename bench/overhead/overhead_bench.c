@@ -31,16 +31,7 @@
 
 /* An empty kernel and a clock spin, compiled by the driver's JIT. */
 static const char raw_ptx[] =
-    ".version 8.0\n.target sm_90a\n.address_size 64\n"
-    ".visible .entry ov_empty() { ret; }\n"
-    ".visible .entry ov_spin(.param .u64 cycles) {\n"
-    "  .reg .u64 %r<4>; .reg .pred %p;\n"
-    "  ld.param.u64 %r1, [cycles];\n"
-    "  mov.u64 %r2, %clock64;\n"
-    "LOOP:\n"
-    "  mov.u64 %r3, %clock64; sub.u64 %r3, %r3, %r2;\n"
-    "  setp.lt.u64 %p, %r3, %r1; @%p bra LOOP;\n"
-    "  ret;\n}\n";
+    BENCH_PTX_HEADER ".visible .entry ov_empty() { ret; }\n" BENCH_SPIN_PTX("ov_spin");
 
 typedef struct bench {
   df_rt *rt;
