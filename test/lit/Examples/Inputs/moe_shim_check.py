@@ -1,6 +1,8 @@
 """bench/moe's ctypes shim on libdfrt's fake driver: the calls the GPU
 bench makes, and each refusal. usage: moe_shim_check.py SHIM FAKE_DRIVER
-CARRY (a carry of bench/moe/make_moe_carry.sh with variant c4, t128)."""
+CARRY [launch-fail] (a carry of bench/moe/make_moe_carry.sh with variant c4,
+t128; launch-fail: only the timed launches' errors, for a run under
+FAKE_CUDA_LAUNCH_FAIL)."""
 import importlib.util
 import sys
 from pathlib import Path
@@ -31,6 +33,11 @@ def expect_error(what, fn):
 
 df = mb.DfMoe(shim, v / "moe.ptx", v / "t128/plan.dfplan", 256, driver=fake)
 df.bind(tensors)
+if sys.argv[4:] == ["launch-fail"]:  # the fake driver fails every launch
+    expect_error("spun launch", lambda: df.time(0, 1, False, spin=1000))
+    expect_error("plain launch", lambda: df.time(0, 1, False))
+    df.close()
+    sys.exit(0)
 print("describe:", df.describe())
 expect_error("set 1", lambda: df.run(1, 1000))
 expect_error("set 1 unzeroed", lambda: df.run(1, 1000, zero=False))
