@@ -11,7 +11,10 @@ most FAN_IN inputs (reduce trees, not modelled). Each case also lists
 alternative plans (`alts`: df-schedule even-split, round_robin for the
 skewed batches, and the case's plan with the staged partial handler,
 `cflags` -DKV_STAGES=S and a workspace of `workspace_bytes`) that bench.py
-measures on the same inputs.
+measures on the same inputs. CASES_AB=FLAGS adds a twin NAME.ab of every
+plan whose handlers are built with FLAGS too: a handler change against
+the handler as it is, plan for plan, in one call (with make_carry.sh's
+CARRY_PLANS naming the pairs; run Z: CASES_AB=-DKV_EARLY_K=0).
 
 usage: cases.py OUT.json   (also prints one line per case)"""
 import heapq
@@ -428,6 +431,21 @@ def cases():
                 even_opts(SMS, False) + f" reduce-fan-in={FAN_IN}")
             alt(".even264.fan4", "even 264 + defer + fan-in 4", EVEN_GRAN, None,
                 even_opts(2 * SMS, True) + f" reduce-fan-in={FAN_IN}")
+    ab = os.environ.get("CASES_AB")
+    if ab:
+        # (CASES_AB=FLAGS only) a twin NAME.ab of every case's plan and of
+        # every alternative, its handlers built with FLAGS added: an A/B of
+        # a handler change on the same plans in one call (make the pairs
+        # wanted with CARRY_PLANS)
+        for c in out:
+            twins = [{"name": c["name"] + ".ab", "schedule": c["schedule"] + f", {ab}",
+                      "block": c["block"], "model_us": c["model_us"], "opts": c["opts"],
+                      "cflags": ab}]
+            for a in c["alts"]:
+                twins.append({**a, "name": a["name"] + ".ab",
+                              "schedule": a["schedule"] + f", {ab}",
+                              "cflags": " ".join(f for f in (a.get("cflags", ""), ab) if f)})
+            c["alts"] += twins
     return out
 
 

@@ -136,6 +136,19 @@ static inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
   return r;
 }
 
+#ifdef GQA_PROBE_TIMES
+/* Timing probe (bench/smrate's harness of the partial): per CTA, thread
+   0's clock before the Q loads, when its warp has issued its loop, after
+   the block barrier that follows, and at the handler's end. The loop's
+   stamp precedes the last loads' arrival (nothing waits for them until
+   the warps' merge), so the last phase holds the stream's drain. */
+uint64_t gqa_probe_times[4 * 1024];
+static inline uint64_t probe_time(void) {
+  uint64_t t;
+  __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#endif
 #ifndef KV_STAGES
 static __attribute__((address_space(3))) float red_o[MAX_WARPS][G][D];
 static __attribute__((address_space(3))) float red_m[MAX_WARPS][G];
@@ -264,6 +277,10 @@ void gqa_partial(const df_ctx *ctx) {
   }
 #endif
 
+#ifdef GQA_PROBE_TIMES
+  if (tid == 0)
+    gqa_probe_times[4 * __nvvm_read_ptx_sreg_ctaid_x()] = probe_time();
+#endif
   /* Q as the A fragments (rows g < G are heads; rows 4..15 are zero). */
   uint32_t qf[16];
   if (g < G) {
@@ -307,6 +324,13 @@ void gqa_partial(const df_ctx *ctx) {
     step(&st, kb, vb, qf, p1, end, t);
     pos = p2;
   }
+#ifdef GQA_PROBE_TIMES
+  if (tid == 0)
+    gqa_probe_times[4 * __nvvm_read_ptx_sreg_ctaid_x() + 1] = probe_time();
+  df_ctx_barrier(ctx);
+  if (tid == 0)
+    gqa_probe_times[4 * __nvvm_read_ptx_sreg_ctaid_x() + 2] = probe_time();
+#endif
   st.l += bfly(st.l, 1);
   st.l += bfly(st.l, 2);
   if (active) {
@@ -341,6 +365,10 @@ void gqa_partial(const df_ctx *ctx) {
       out->lse[h] = (M + lg2(L)) * LN2;
   }
   df_ctx_barrier(ctx); /* the static arrays are free for the next call */
+#ifdef GQA_PROBE_TIMES
+  if (tid == 0)
+    gqa_probe_times[4 * __nvvm_read_ptx_sreg_ctaid_x() + 3] = probe_time();
+#endif
 }
 #else /* KV_STAGES: K/V through a shared-memory ring (cp.async) */
 
