@@ -135,7 +135,9 @@ typedef uint32_t u32x4 __attribute__((vector_size(16)));
 
 /* Timing probes with wrong results (bench/moe, where the time goes), bits:
    1 skips down's GEMM, 2 skips gate_up's, 4 keeps down's GEMM but drops
-   its Output additions (a never-true test keeps the products live). */
+   its Output additions (a never-true test keeps the products live), 8
+   (GPU) replaces every mma.sync by a float add of its operands' XOR: the
+   loads and the loops stay, the tensor-core work goes. */
 #ifndef MOE_PROBE
 #define MOE_PROBE 0
 #endif
@@ -209,6 +211,10 @@ static inline __attribute__((always_inline)) void warp_mma(float *c, uint32_t cs
   (void)cs, (void)as, (void)bs;
   uint32_t r[6];
   frag_regs(a, b, half, r);
+  if (MOE_PROBE & 8) {
+    c[0] += (float)((r[0] ^ r[1] ^ r[2] ^ r[3] ^ r[4] ^ r[5]) & 1u);
+    return;
+  }
   __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
           "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
           : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
