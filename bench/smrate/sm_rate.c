@@ -147,7 +147,7 @@ typedef struct probe {
   CUstream stream;
   CUdeviceptr K, V, table, rec, sink;
   CUfunction fn;
-  uint32_t ctas, threads, dyn, spin;
+  uint32_t ctas, threads, dyn, spin, cluster;
   uint64_t rec_host[4 * MAX_SM]; /* per CTA: smid, start, end, bytes */
 } probe;
 
@@ -165,6 +165,15 @@ static double launch(probe *p, const uint32_t *table, uint32_t mode, const char 
   cfg.blockDimY = cfg.blockDimZ = 1;
   cfg.sharedMemBytes = p->dyn;
   cfg.hStream = p->stream;
+  CUlaunchAttribute attr;
+  if (p->cluster > 1) { /* as libdfrt launches a clustered plan */
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = p->cluster;
+    attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
   char where[160];
   snprintf(where, sizeof where, "launch of %s", what);
   check(drv->cuMemsetD8Async(p->rec, 0, 4 * sizeof(uint64_t) * p->ctas, p->stream), "records");
@@ -186,34 +195,36 @@ static double launch(probe *p, const uint32_t *table, uint32_t mode, const char 
    shared memory carve-out preference (% of the unified L1 and shared
    array; -1 the driver's choice), layout (smr_layout, or S >= 2), unit
    order (0 head-major: a head's rows 2 KB apart; 1 memory order, the
-   probe loops only), what. */
+   probe loops only), cluster size (0 or 1: none), what. */
 typedef struct config {
   const char *fn;
-  int module, threads, spin, dyn_kb, carveout, layout, order;
+  int module, threads, spin, dyn_kb, carveout, layout, order, cluster;
   const char *what;
 } config;
 
 static const config CONFIGS[] = {
-    {"sm_rate_d8", 0, 512, 0, 160, -1, SMR_EVEN, 0, "8 chunk pairs per thread in flight"},
-    {"sm_rate_df", 0, 256, 0, 200, -1, SMR_EVEN, 0, "gqa_partial's loop and lanes, no math"},
-    {"sm_rate_df", 0, 256, 0, 0, -1, SMR_EVEN, 0, "gqa_partial's loop and lanes, no math"},
-    {"sm_rate_df", 0, 256, 400, 0, -1, SMR_EVEN, 0, "the same, 400 clocks per step"},
-    {"sm_rate_rows", 0, 256, 0, 200, -1, SMR_EVEN, 0, "gqa_partial's loop, whole rows per load"},
-    {"sm_rate_rows", 0, 256, 0, 0, -1, SMR_EVEN, 0, "gqa_partial's loop, whole rows per load"},
-    {"sm_rate_df", 0, 256, 0, 0, -1, SMR_EVEN, 1, "gqa_partial's loop and lanes, no math"},
-    {"sm_rate_rows", 0, 256, 0, 0, -1, SMR_EVEN, 1, "gqa_partial's loop, whole rows per load"},
-    {"sm_rate_gqa", 1, 256, 0, 0, -1, SMR_EVEN, 0, "the real gqa_partial"},
-    {"sm_rate_gqa", 1, 256, 0, 0, 100, SMR_EVEN, 0, "the real gqa_partial"},
-    {"sm_rate_gqa", 2, 256, 0, 0, -1, SMR_EVEN, 0, "the real gqa_partial, build b"},
-    {"sm_rate_gqa", 3, 256, 0, 0, -1, SMR_EVEN, 0, "the real gqa_partial, build c"},
-    {"sm_rate_df", 0, 256, 0, 0, -1, SMR_HEADS16, 0, "gqa_partial's loop and lanes, no math"},
-    {"sm_rate_rows", 0, 256, 0, 0, -1, SMR_HEADS16, 0, "gqa_partial's loop, whole rows per load"},
-    {"sm_rate_gqa", 1, 256, 0, 0, -1, SMR_HEADS16, 0, "the real gqa_partial"},
-    {"sm_rate_gqa", 2, 256, 0, 0, -1, SMR_HEADS16, 0, "the real gqa_partial, build b"},
-    {"sm_rate_gqa", 3, 256, 0, 0, -1, SMR_HEADS16, 0, "the real gqa_partial, build c"},
-    {"sm_rate_rows", 0, 256, 0, 0, -1, 2, 0, "gqa_partial's loop, whole rows per load"},
-    {"sm_rate_rows", 0, 256, 0, 0, -1, 4, 0, "gqa_partial's loop, whole rows per load"},
-    {"sm_rate_rows", 0, 256, 0, 0, -1, 132, 0, "gqa_partial's loop, whole rows per load"},
+    {"sm_rate_d8", 0, 512, 0, 160, -1, SMR_EVEN, 0, 0, "8 chunk pairs per thread in flight"},
+    {"sm_rate_df", 0, 256, 0, 200, -1, SMR_EVEN, 0, 0, "gqa_partial's loop and lanes, no math"},
+    {"sm_rate_df", 0, 256, 0, 0, -1, SMR_EVEN, 0, 0, "gqa_partial's loop and lanes, no math"},
+    {"sm_rate_df", 0, 256, 400, 0, -1, SMR_EVEN, 0, 0, "the same, 400 clocks per step"},
+    {"sm_rate_rows", 0, 256, 0, 200, -1, SMR_EVEN, 0, 0, "gqa_partial's loop, whole rows per load"},
+    {"sm_rate_rows", 0, 256, 0, 0, -1, SMR_EVEN, 0, 0, "gqa_partial's loop, whole rows per load"},
+    {"sm_rate_df", 0, 256, 0, 0, -1, SMR_EVEN, 1, 0, "gqa_partial's loop and lanes, no math"},
+    {"sm_rate_rows", 0, 256, 0, 0, -1, SMR_EVEN, 1, 0, "gqa_partial's loop, whole rows per load"},
+    {"sm_rate_gqa", 1, 256, 0, 0, -1, SMR_EVEN, 0, 0, "the real gqa_partial"},
+    {"sm_rate_gqa", 1, 256, 0, 0, 100, SMR_EVEN, 0, 0, "the real gqa_partial"},
+    {"sm_rate_gqa", 2, 256, 0, 0, -1, SMR_EVEN, 0, 0, "the real gqa_partial, build b"},
+    {"sm_rate_gqa", 3, 256, 0, 0, -1, SMR_EVEN, 0, 0, "the real gqa_partial, build c"},
+    {"sm_rate_df", 0, 256, 0, 0, -1, SMR_HEADS16, 0, 0, "gqa_partial's loop and lanes, no math"},
+    {"sm_rate_rows", 0, 256, 0, 0, -1, SMR_HEADS16, 0, 0, "gqa_partial's loop, whole rows per load"},
+    {"sm_rate_gqa", 1, 256, 0, 0, -1, SMR_HEADS16, 0, 0, "the real gqa_partial"},
+    {"sm_rate_df", 0, 256, 0, 0, -1, SMR_HEADS16, 0, 2, "gqa_partial's loop and lanes, no math"},
+    {"sm_rate_gqa", 1, 256, 0, 0, -1, SMR_HEADS16, 0, 2, "the real gqa_partial"},
+    {"sm_rate_gqa", 2, 256, 0, 0, -1, SMR_HEADS16, 0, 0, "the real gqa_partial, build b"},
+    {"sm_rate_gqa", 3, 256, 0, 0, -1, SMR_HEADS16, 0, 0, "the real gqa_partial, build c"},
+    {"sm_rate_rows", 0, 256, 0, 0, -1, 2, 0, 0, "gqa_partial's loop, whole rows per load"},
+    {"sm_rate_rows", 0, 256, 0, 0, -1, 4, 0, 0, "gqa_partial's loop, whole rows per load"},
+    {"sm_rate_rows", 0, 256, 0, 0, -1, 132, 0, 0, "gqa_partial's loop, whole rows per load"},
 };
 
 static const char *layout_name(int layout) {
@@ -317,14 +328,38 @@ int main(int argc, char **argv) {
   check(drv->cuStreamCreate(&p.stream, 0), "stream");
   check(drv->cuMemAlloc(&p.K, tensor), "K");
   check(drv->cuMemAlloc(&p.V, tensor), "V");
-  check(drv->cuMemsetD8Async(p.K, 0x3c, tensor, p.stream), "K fill"); /* finite f16 */
-  check(drv->cuMemsetD8Async(p.V, 0x3c, tensor, p.stream), "V fill");
+  /* K and V: random f16 in [-1, 1) like the bench's inputs (the default),
+     or SM_RATE_FILL=const, every byte 0x3c (the run-Z calls before
+     z17): the DRAM's time may depend on the bits it moves. */
+  const char *fill = getenv("SM_RATE_FILL");
+  const int random_fill = !(fill && strcmp(fill, "const") == 0);
+  if (random_fill) {
+    uint16_t *h = malloc(tensor);
+    if (!h)
+      fail("no host memory for the %zu-byte K/V fill", tensor);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (CUdeviceptr t = 0; t < 2; t++) {
+      for (size_t i = 0; i < tensor / 2; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        /* sign, exponent 0..14 (|v| < 1), mantissa: random f16 in (-1, 1) */
+        h[i] = (uint16_t)((x >> 48 & 0x8000u) | (uint16_t)((x >> 20) % 15u) << 10 |
+                          (x & 0x3ffu));
+      }
+      check(drv->cuMemcpyHtoDAsync(t ? p.V : p.K, h, tensor, p.stream), "K/V fill");
+      check(drv->cuStreamSynchronize(p.stream), "K/V fill");
+    }
+    free(h);
+  } else {
+    check(drv->cuMemsetD8Async(p.K, 0x3c, tensor, p.stream), "K fill"); /* finite f16 */
+    check(drv->cuMemsetD8Async(p.V, 0x3c, tensor, p.stream), "V fill");
+  }
   check(drv->cuMemAlloc(&p.table, TABLE_LEN * sizeof(uint32_t)), "table");
   check(drv->cuMemAlloc(&p.rec, 4 * sizeof(uint64_t) * MAX_SM), "records");
   check(drv->cuMemAlloc(&p.sink, 1u << 20), "sink");
   printf("# sm_rate: %d SMs, %.0f MB per launch (K and V f16[%u][%u][128], a head's rows "
-         "2 KB apart)\n\n",
-         sms, 2.0 * (double)tensor / 1e6, SMR_ROWS, SMR_HEADS);
+         "2 KB apart; %s values)\n\n",
+         sms, 2.0 * (double)tensor / 1e6, SMR_ROWS, SMR_HEADS,
+         random_fill ? "random" : "constant");
 
   for (size_t k = 0; k < sizeof CONFIGS / sizeof CONFIGS[0]; k++) {
     const config *c = &CONFIGS[k];
@@ -334,15 +369,17 @@ int main(int argc, char **argv) {
     p.threads = (uint32_t)c->threads;
     p.spin = (uint32_t)c->spin;
     p.dyn = (uint32_t)c->dyn_kb * 1024u;
+    p.cluster = c->cluster > 1 ? (uint32_t)c->cluster : 1u;
     check(drv->cuFuncSetAttribute(p.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                   (int)p.dyn),
           "dynamic shared size");
     check(drv->cuFuncSetAttribute(p.fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
                                   c->carveout),
           "carve-out");
-    printf("## %s %s (%s; %d threads, %d KB dynamic shared, carve-out %d; %s%s)\n\n", c->fn,
+    printf("## %s %s (%s; %d threads, %d KB dynamic shared, carve-out %d; %s%s%s)\n\n", c->fn,
            ptx_names[c->module], c->what, c->threads, c->dyn_kb, c->carveout,
-           layout_name(c->layout), c->order ? ", units in memory order" : "");
+           layout_name(c->layout), c->order ? ", units in memory order" : "",
+           p.cluster > 1 ? ", clusters of 2" : "");
     const uint32_t order = (uint32_t)c->order << 1; /* the kernels' mode bit 1 */
     static uint32_t table[TABLE_LEN];
     if (smr_layout_table(table, TABLE_LEN, p.ctas, c->layout))
