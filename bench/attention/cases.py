@@ -417,6 +417,12 @@ def cases():
             # partial spins 125 us instead of streaming (run M)
             alt(".spin", c["schedule"] + ", spinning partial (probe)", c["block"], None,
                 c["opts"], cflags="-DPARTIAL_SPIN_NS=125000")
+            # the case's partials alone (df-schedule partial-only: no
+            # reduces, no output), to time them inside df's kernel against
+            # bench/smrate's harness of the same partial (run Z: 6-7 %
+            # slower in df's kernel, cause open)
+            alt(".partials", c["schedule"] + ", partials only (probe)", c["block"], None,
+                c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true")
         if c["name"] == "u1x128k":
             # fewer, longer pieces (66 SMs, ~8 inputs per reduce) and twice as
             # many (two waves, ~33 inputs per reduce): how much the
