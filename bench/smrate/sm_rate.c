@@ -290,14 +290,21 @@ int main(int argc, char **argv) {
     FILE *f = fopen(argv[2], "r");
     if (!f)
       fail("cannot open the weights %s", argv[2]);
-    unsigned s;
-    double r;
-    while (fscanf(f, "%u %lf", &s, &r) == 2)
-      if (s < MAX_SM && r > 0.0) {
-        ext_w[s] = r;
-        have_ext = 1;
-      }
+    /* lines "SMID RATE" as WEIGHTS_OUT writes them */
+    char line[128];
+    for (unsigned n = 1; fgets(line, sizeof line, f); n++) {
+      unsigned s;
+      double r;
+      char extra;
+      if (sscanf(line, "%u %lf %c", &s, &r, &extra) != 2 || s >= MAX_SM || !(r > 0.0))
+        fail("the weights %s, line %u: not \"SMID RATE\" with SMID below %u and RATE > 0",
+             argv[2], n, MAX_SM);
+      ext_w[s] = r;
+      have_ext = 1;
+    }
     fclose(f);
+    if (!have_ext)
+      fail("the weights %s hold no \"SMID RATE\" line", argv[2]);
   }
 
   static smr_driver d;
