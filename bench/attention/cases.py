@@ -221,6 +221,10 @@ def cases():
             # the same plan with one reduce per task taking every partial
             alt(".fan0", c["schedule"] + ", one reduce", c["block"], c["model_us"],
                 sched_opts(*SCHEDULES[c["schedule"]]))
+            # the same with that reduce and its task's finalize fused (one
+            # hop after the last partial instead of a tree's two or more)
+            alt(".fan0rf", c["schedule"] + ", one reduce, df-fuse no-iter", c["block"], None,
+                sched_opts(*SCHEDULES[c["schedule"]]), passes="--df-fuse=no-iter=true")
         if c["name"] == "u8x32k":
             # the case's plan with the partial's K/V staged through a
             # shared-memory ring of S warp steps (handlers built with
@@ -437,6 +441,20 @@ def cases():
                 even_opts(SMS, False) + f" reduce-fan-in={FAN_IN}")
             alt(".even264.fan4", "even 264 + defer + fan-in 4", EVEN_GRAN, None,
                 even_opts(2 * SMS, True) + f" reduce-fan-in={FAN_IN}")
+    rt_ab = os.environ.get("CASES_RT_AB")
+    if rt_ab:
+        # (CASES_RT_AB=FLAGS only) a twin NAME.rt of every plan whose kernel
+        # links the device runtime built with FLAGS added
+        # (scripts/gpu/make_runtime_bc.sh): an A/B of a runtime change on the
+        # same plans in one call
+        for c in out:
+            twins = [{"name": c["name"] + ".rt", "schedule": c["schedule"] + f", runtime {rt_ab}",
+                      "block": c["block"], "model_us": c["model_us"], "opts": c["opts"],
+                      "rt_flags": rt_ab}]
+            for a in c["alts"]:
+                twins.append({**a, "name": a["name"] + ".rt",
+                              "schedule": a["schedule"] + f", runtime {rt_ab}", "rt_flags": rt_ab})
+            c["alts"] += twins
     ab = os.environ.get("CASES_AB")
     if ab:
         # (CASES_AB=FLAGS only) a twin NAME.ab of every case's plan and of

@@ -30,9 +30,10 @@ for c in json.load(open(sys.argv[1])):
         extra = " ".join(f for f in (c["cflags"], p.get("cflags", "")) if f) or "-"
         print(p["name"], c["lmax"], p["block"], extra, p.get("workspace_bytes", 0),
               len(c["lens"]), per_task, p["opts"], p.get("passes", "") or "-",
-              p.get("translate", "") or "-", p.get("layout", "per-cta-shared=true"), sep="\t")
+              p.get("translate", "") or "-", p.get("layout", "per-cta-shared=true"),
+              p.get("rt_flags", "") or "-", sep="\t")
 PY
-while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate layout; do
+while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate layout rtf; do
   [ -n "${CARRY_PLANS:-}" ] && [[ ",$CARRY_PLANS," != *",$name,"* ]] && continue
   [ "$extra" = - ] && extra=""
   [ "$passes" = - ] && passes=""
@@ -47,7 +48,15 @@ while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate
     prog="$tmp/attention_gqa_ws$ws.mlir"
     [ -e "$prog" ] || workspace_program "$gqa/attention_gqa.mlir" gqa_partial "$ws" >"$prog"
   fi
-  KERNEL_OPTS="$translate" plan_files "$name" "$prog" "$bc" \
+  rtbc="${DF_RUNTIME_BC:-}"
+  if [ "$rtf" != - ]; then
+    # a twin whose kernel links the device runtime built with more flags
+    # (cases.py CASES_RT_AB)
+    rtbc="$tmp/rt_${rtf//[^A-Za-z0-9]/_}.bc"
+    # shellcheck disable=SC2086 # rtf: compiler flags, split on spaces
+    [ -e "$rtbc" ] || bash "$root/scripts/gpu/make_runtime_bc.sh" "$rtbc" "$root" $rtf
+  fi
+  DF_RUNTIME_BC="$rtbc" KERNEL_OPTS="$translate" plan_files "$name" "$prog" "$bc" \
     "sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once $opts" \
     "$layout" "$passes"
   echo "$name: $("$bin/df-translate" --df-plan-dump "$dir/$name.dfplan" | grep -E "^counts|^  shared_memory_bytes" \

@@ -16,8 +16,14 @@ void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch) {
   /* Acquire loads (each invalidates L1, SASS CCTL.IVALL): polling with
      relaxed loads and one acquire fence after measured 0.3 us slower per
      HBM edge on the H200 (bench/overhead/README.md). */
-  for (uint32_t n = 1; df_ptx_ld_acquire_gpu(a) < epoch; n++)
+  for (uint32_t n = 1; df_ptx_ld_acquire_gpu(a) < epoch; n++) {
     df_rt_check_abort(rt, n);
+#ifdef DF_RT_POLL_SLEEP_NS
+    /* A/B build switch: back off between polls, to see whether spinning
+       CTAs slow the SMs still streaming (bench/attention CASES_RT_AB). */
+    df_ptx_nanosleep(DF_RT_POLL_SLEEP_NS);
+#endif
+  }
   DF_RT_TRACE_AT(rt, DF_RT_TRACE_HBM_FLAG);
 }
 
