@@ -11,6 +11,11 @@ extern "C" {
 #endif
 
 #define DF_ABI_VERSION 8u
+/* The kernel parameter ABI df's device runtime implements, in its image
+   as the constant df_rt_kernel_abi (df_rt_kernel_info.kernel_abi): 1 =
+   REFERENCE §6's 21 parameters, 2 = also parameters 21-22, the flag
+   words a launch zeroes for the next one (df/runtime.h). */
+#define DF_RT_KERNEL_ABI 2u
 #define DF_SENTINEL 0xFFFFFFFFu
 #define DF_SLOT_ALIGN 16u
 #define DF_SHARED_ALIGN 16u

@@ -28,10 +28,16 @@
    six u32 by value: shared_slot_base_offset, barrier_count,
    cluster_ack_count, cluster_size, block_size, scratch_offset (0); then
    the watchdog's progress array (a CUdeviceptr, 0 without a watchdog;
-   df/progress.h), parameter 20; then one CUtensorMap by value per TMA
-   descriptor spec, in spec order (from parameter 21). A kernel that
-   declares fewer parameters ignores the rest, so kernels built before
-   the progress parameter still launch (without a watchdog). */
+   df/progress.h), parameter 20; then (df's, parameters 21 and 22) the
+   flag words this launch zeroes for the next one (a CUdeviceptr, 0 =
+   none) and their count (u32): an executable whose plan has HBM flags
+   keeps two copies of them and alternates, so no flag reset runs
+   between launches (docs/device-runtime.md); then one CUtensorMap by
+   value per TMA descriptor spec, in spec order (from parameter 23). A
+   kernel that declares fewer parameters ignores the rest, so kernels
+   built before the progress parameter still launch (without a watchdog;
+   libdfrt then resets their flags before each launch, see
+   df_rt_module_load). */
 #ifndef DF_RUNTIME_H
 #define DF_RUNTIME_H
 
@@ -75,9 +81,14 @@ typedef struct df_rt_event df_rt_event;
 /* Number of pointer and u32 kernel parameters before the tensor maps. */
 #define DF_RT_KERNEL_POINTER_PARAMS 14u
 #define DF_RT_KERNEL_SCALAR_PARAMS 6u
-/* Index of the progress-array parameter; TMA descriptors follow it. */
+/* Index of the progress-array parameter. */
 #define DF_RT_KERNEL_PROGRESS_PARAM 20u
-#define DF_RT_KERNEL_FIXED_PARAMS 21u
+/* Then the words the launch zeroes for the next one (a pointer, NULL =
+   none) and their count (u32): df's flags without a per-launch reset
+   (docs/device-runtime.md). TMA descriptors follow. */
+#define DF_RT_KERNEL_FLAGS_CLEAR_PARAM 21u
+#define DF_RT_KERNEL_FLAGS_CLEAR_WORDS_PARAM 22u
+#define DF_RT_KERNEL_FIXED_PARAMS 23u
 /* Largest tensor rank a tensor description carries (the tensor-arg record
    holds ndim only). */
 #define DF_RT_MAX_DIMS 8u
@@ -233,6 +244,12 @@ typedef struct df_rt_kernel_info {
      memory. 0 when the image has no such symbol (images built before the
      workspace) or the driver table has no cuModuleGetGlobal. */
   uint32_t workspace_bytes;
+  /* The image's df_rt_kernel_abi: 2 = the kernel takes parameters 21-22
+     and zeroes the next launch's flags itself (libdfrt then alternates
+     two flag buffers instead of resetting them before every launch); 1
+     when the image has no such symbol (REFERENCE §6 kernels, df's before
+     it) or the driver table has no cuModuleGetGlobal. */
+  uint32_t kernel_abi;
 } df_rt_kernel_info;
 const df_rt_kernel_info *df_rt_module_kernel_info(const df_rt_module *m);
 /* The JIT info log of a successful load ("" if none). */
@@ -506,8 +523,12 @@ typedef struct df_rt_launch_info {
   uint32_t dynamic_shared_bytes;
   bool non_portable_cluster;
   bool needs_flag_reset;
+  /* needs_flag_reset with a kernel of ABI 2: the executable alternates
+     two copies of the flags, each launch zeroing the other's, instead of
+     a memset before every launch (df_rt_kernel_info.kernel_abi). */
+  bool flags_alternate;
   uint32_t block_size;
-  uint32_t param_count; /* 21 + TMA descriptors */
+  uint32_t param_count; /* 23 + TMA descriptors */
   size_t flags_bytes, staging_bytes, plan_bytes;
 } df_rt_launch_info;
 df_status df_rt_executable_launch_info(const df_rt_executable *e, df_rt_launch_info *out);

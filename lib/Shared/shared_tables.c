@@ -83,7 +83,8 @@ static const df_shared_entry layouts[] = {
     SIZE(df_rt_tma_spec), OFF(df_rt_tma_spec, interleave), SIZE(df_rt_tma_binding),
     SIZE(df_rt_executable_options), OFF(df_rt_executable_options, tma_specs),
     OFF(df_rt_executable_options, stream), SIZE(df_rt_launch_info),
-    OFF(df_rt_launch_info, param_count), OFF(df_rt_launch_info, plan_bytes),
+    OFF(df_rt_launch_info, flags_alternate), OFF(df_rt_launch_info, param_count),
+    OFF(df_rt_launch_info, plan_bytes),
     SIZE(df_patch_result), OFF(df_patch_result, changed), OFF(df_patch_result, reason),
 };
 

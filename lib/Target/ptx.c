@@ -95,14 +95,16 @@ df_status df_link_bitcode_file(LLVMContextRef ctx, LLVMModuleRef dest, const cha
 
 bool df_visible_symbol(const char *name) {
   return !strcmp(name, "df_plan_features") || !strcmp(name, "df_handler_workspace_bytes") ||
-         !strcmp(name, "df_rt_trace_buf") || !strcmp(name, "df_rt_diag_buf");
+         !strcmp(name, "df_rt_kernel_abi") || !strcmp(name, "df_rt_trace_buf") ||
+         !strcmp(name, "df_rt_diag_buf");
 }
 
 /* Everything but the kernel becomes internal so O3 can inline handlers
    into the dispatch and the dispatch into the loop. df_plan_features and
    df_handler_workspace_bytes stay visible (a launcher reads them: does
-   the plan fit the kernel, how much workspace to add); they are constants
-   with definitive initializers, so O3 still folds them. df_rt_trace_buf
+   the plan fit the kernel, how much workspace to add), and so does
+   df_rt_kernel_abi (which parameters the entries take); they are
+   constants with definitive initializers, so O3 still folds them. df_rt_trace_buf
    and df_rt_diag_buf (only in a runtime built with DF_RT_TRACE, and
    DF_RT_TRACE_DIAG, df/rt_trace.h) stay visible too: internal, their
    stores would be dead (nothing in the module reads them) and the host

@@ -69,7 +69,8 @@ class df_rt_executable_options(Structure):
 class df_rt_launch_info(Structure):
     _fields_ = [("grid", u32 * 3), ("block", u32 * 3), ("cluster_size", u32),
                 ("dynamic_shared_bytes", u32), ("non_portable_cluster", c_bool),
-                ("needs_flag_reset", c_bool), ("block_size", u32), ("param_count", u32),
+                ("needs_flag_reset", c_bool), ("flags_alternate", c_bool), ("block_size", u32),
+                ("param_count", u32),
                 ("flags_bytes", c_size_t), ("staging_bytes", c_size_t), ("plan_bytes", c_size_t)]
 
 

@@ -178,6 +178,13 @@ struct df_rt_executable {
   size_t staging_bytes;
   dfrt_buffer flags;
   size_t flags_bytes;
+  /* Two copies of the flags (a kernel of ABI 2 whose plan needs fresh
+     flags): a launch runs on copy flag_copy and zeroes the other for the
+     next one, so no memset runs between launches. flags_stale: both
+     copies must be zeroed first (a new plan, a failed launch). */
+  bool flags_alternate;
+  bool flags_stale;
+  uint32_t flag_copy;
   uint8_t *staging_host;
   size_t staging_host_len;
   dfrt_targs targs;
@@ -195,6 +202,8 @@ struct df_rt_executable {
   CUdeviceptr params_ptr[DF_RT_KERNEL_POINTER_PARAMS];
   uint32_t params_u32[DF_RT_KERNEL_SCALAR_PARAMS];
   CUdeviceptr param_progress; /* kernel parameter 20: 0 without a watchdog */
+  CUdeviceptr param_flags_clear; /* 21: the flag copy this launch zeroes, or 0 */
+  uint32_t param_flags_clear_words; /* 22 */
 };
 
 /* ---- helpers ------------------------------------------------------------------ */

@@ -184,6 +184,9 @@ df_status dfrt_launch_kernel(df_rt_executable *e, CUstream stream) {
   _Static_assert(DF_RT_KERNEL_POINTER_PARAMS + DF_RT_KERNEL_SCALAR_PARAMS ==
                      DF_RT_KERNEL_PROGRESS_PARAM,
                  "the progress array follows the scalar parameters");
+  _Static_assert(DF_RT_KERNEL_FLAGS_CLEAR_PARAM == DF_RT_KERNEL_PROGRESS_PARAM + 1 &&
+                     DF_RT_KERNEL_FLAGS_CLEAR_WORDS_PARAM + 1 == DF_RT_KERNEL_FIXED_PARAMS,
+                 "the flag clearing parameters follow the progress array");
   enum { FIXED = DF_RT_KERNEL_FIXED_PARAMS };
   void *stack_params[FIXED + 8];
   void **params = stack_params;
@@ -199,6 +202,8 @@ df_status dfrt_launch_kernel(df_rt_executable *e, CUstream stream) {
   for (uint32_t i = 0; i < DF_RT_KERNEL_SCALAR_PARAMS; i++)
     params[DF_RT_KERNEL_POINTER_PARAMS + i] = &e->params_u32[i];
   params[DF_RT_KERNEL_PROGRESS_PARAM] = &e->param_progress;
+  params[DF_RT_KERNEL_FLAGS_CLEAR_PARAM] = &e->param_flags_clear;
+  params[DF_RT_KERNEL_FLAGS_CLEAR_WORDS_PARAM] = &e->param_flags_clear_words;
   for (uint32_t i = 0; i < e->tma_count; i++)
     params[FIXED + i] = &e->targs.maps[i];
   CUlaunchConfig cfg;

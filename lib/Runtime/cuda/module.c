@@ -67,33 +67,60 @@ static df_status read_attributes(df_rt_module *m) {
   return df_status_ok();
 }
 
-/* The image's df_handler_workspace_bytes (docs/workspace.md); an image
-   without the symbol (built before the workspace) has none. */
-static df_status read_workspace(df_rt_module *m) {
+/* The image's u32 constant NAME into *out, *present = whether the image
+   has it (an image built before NAME, or a driver table without
+   cuModuleGetGlobal, has not). */
+static df_status read_u32_global(df_rt_module *m, const char *name, bool *present,
+                                 uint32_t *out) {
   const df_cuda_driver *d = &m->dev->rt->drv;
-  m->info.workspace_bytes = 0;
+  *present = false;
   if (!d->cuModuleGetGlobal)
     return df_status_ok();
   CUdeviceptr ptr = 0;
   size_t bytes = 0;
-  CUresult r = d->cuModuleGetGlobal(&ptr, &bytes, m->module, "df_handler_workspace_bytes");
+  CUresult r = d->cuModuleGetGlobal(&ptr, &bytes, m->module, name);
   if (r == CUDA_ERROR_NOT_FOUND)
     return df_status_ok();
-  static const char object[] = "module: df_handler_workspace_bytes";
+  char object[96];
+  snprintf(object, sizeof object, "module: %s", name);
   DF_TRY(dfrt_check(m->dev->rt, r, object, "cuModuleGetGlobal"));
   if (bytes != sizeof(uint32_t))
     return df_status_errorf(DF_EFORMAT, "%s is %zu bytes; the generated module defines a "
                                         "uint32_t",
                             object, bytes);
-  uint32_t w = 0;
-  DF_TRY(dfrt_check(m->dev->rt, d->cuMemcpyDtoHAsync(&w, ptr, sizeof w, NULL), object,
+  DF_TRY(dfrt_check(m->dev->rt, d->cuMemcpyDtoHAsync(out, ptr, sizeof *out, NULL), object,
                     "cuMemcpyDtoHAsync"));
   DF_TRY(dfrt_check(m->dev->rt, d->cuStreamSynchronize(NULL), object, "cuStreamSynchronize"));
-  if (w > DF_WORKSPACE_MAX_BYTES)
-    return df_status_errorf(DF_EFORMAT, "%s is %u, over the largest workspace a handler may "
-                                        "declare (%u bytes)",
-                            object, w, DF_WORKSPACE_MAX_BYTES);
-  m->info.workspace_bytes = w;
+  *present = true;
+  return df_status_ok();
+}
+
+/* The image's df_handler_workspace_bytes (docs/workspace.md); an image
+   without the symbol (built before the workspace) has none. */
+static df_status read_workspace(df_rt_module *m) {
+  bool present;
+  uint32_t w = 0;
+  m->info.workspace_bytes = 0;
+  DF_TRY(read_u32_global(m, "df_handler_workspace_bytes", &present, &w));
+  if (present && w > DF_WORKSPACE_MAX_BYTES)
+    return df_status_errorf(DF_EFORMAT, "module: df_handler_workspace_bytes is %u, over the "
+                                        "largest workspace a handler may declare (%u bytes)",
+                            w, DF_WORKSPACE_MAX_BYTES);
+  m->info.workspace_bytes = present ? w : 0;
+  return df_status_ok();
+}
+
+/* The image's df_rt_kernel_abi: 1 (REFERENCE §6's 21 parameters) when
+   absent; df's device runtime defines DF_RT_KERNEL_ABI. */
+static df_status read_kernel_abi(df_rt_module *m) {
+  bool present;
+  uint32_t v = 0;
+  DF_TRY(read_u32_global(m, "df_rt_kernel_abi", &present, &v));
+  if (present && (v < 1 || v > DF_RT_KERNEL_ABI))
+    return df_status_errorf(DF_EFORMAT, "module: df_rt_kernel_abi is %u; this libdfrt launches "
+                                        "kernel ABIs 1 to %u",
+                            v, DF_RT_KERNEL_ABI);
+  m->info.kernel_abi = present ? v : 1;
   return df_status_ok();
 }
 
@@ -171,7 +198,8 @@ static df_status load(df_rt_module *m, const void *image, size_t bytes,
   else if (r != CUDA_SUCCESS)
     return dfrt_check(m->dev->rt, r, "module: watched kernel entry", "cuModuleGetFunction");
   DF_TRY(read_attributes(m));
-  return read_workspace(m);
+  DF_TRY(read_workspace(m));
+  return read_kernel_abi(m);
 }
 
 df_status df_rt_module_load(df_rt_device *dev, const void *image, size_t bytes,

@@ -169,6 +169,12 @@ DF_RT uint32_t pool_claim(const df_rt *rt, df_pool *p) {
     19 scratch_offset          u32  compiler scratch in dynamic smem, 0 = none
     20 progress                uint32_t *  watchdog progress array (df/progress.h),
                                            NULL = no watchdog
+    21 flags_clear             uint32_t *  words this launch zeroes for the next
+                                           one (the other half of the executable's
+                                           double flags buffer), NULL = none
+    22 flags_clear_words       u32
+   0-20 are REFERENCE §6's order; 21-22 are df's (docs/device-runtime.md
+   "Flags without a reset").
    Pointers are global memory. Grid = one CTA per queue, queue = blockIdx.x.
 
    Two entries take them (DF_KERNEL_PARAMS): df_persistent_kernel, which
@@ -187,12 +193,21 @@ DF_RT uint32_t pool_claim(const df_rt *rt, df_pool *p) {
       const uint32_t *restrict task_coords, uint8_t *global_staging, uint32_t *flags,              \
       uint32_t shared_slot_base_offset, uint32_t barrier_count, uint32_t cluster_ack_count,        \
       uint32_t cluster_size, uint32_t block_size, uint32_t scratch_offset,                         \
-      volatile uint32_t *progress
+      volatile uint32_t *progress, uint32_t *flags_clear, uint32_t flags_clear_words
 #define DF_KERNEL_ARGS                                                                             \
   instructions, queue_offsets, queue_lengths, slots, comms, barrier_init_offsets,                  \
       barrier_init_lengths, barrier_init_indices, args, tensor_args, input_slots, task_coords,     \
       global_staging, flags, shared_slot_base_offset, barrier_count, cluster_ack_count,            \
-      cluster_size, block_size, scratch_offset, progress
+      cluster_size, block_size, scratch_offset, progress, flags_clear, flags_clear_words
+
+/* Tells libdfrt which parameters the entries take (kept visible by
+   df-translate, read with cuModuleGetGlobal). A/B build switch
+   -DDF_RT_NO_KERNEL_ABI (bench/attention CASES_RT_AB): without it
+   libdfrt takes the kernel for ABI 1 and resets the flags before every
+   launch, as before ABI 2. */
+#ifndef DF_RT_NO_KERNEL_ABI
+__attribute__((used)) const uint32_t df_rt_kernel_abi = DF_RT_KERNEL_ABI;
+#endif
 
 DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
   if (DF_HAS(DF_FEATURE_EMBEDDED_PLAN)) {
@@ -238,6 +253,13 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
   k.base = 0;
   if (length)
     chunk_load(&k, queue, 0, length);
+  /* The next launch's flags, zeroed by this one (plain stores: the next
+     launch on the stream starts after this grid ends), so that no
+     memset runs between launches (~1 us of device time each). */
+  if (flags_clear)
+    for (uint32_t i = q * rt.threads + rt.tid; i < flags_clear_words;
+         i += __nvvm_read_ptx_sreg_nctaid_x() * rt.threads)
+      flags_clear[i] = 0;
   df_rt_startup(&rt, barrier_init_indices + barrier_init_offsets[q], barrier_init_lengths[q]);
 
   df_ctx ctx = {0};

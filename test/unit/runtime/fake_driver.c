@@ -242,6 +242,11 @@ static CUresult f_module_global(CUdeviceptr *ptr, size_t *bytes, CUmodule m, con
   CUresult r = injected("cuModuleGetGlobal");
   if (r != CUDA_SUCCESS)
     return r;
+  if (fake.module_kernel_abi && strcmp(name, "df_rt_kernel_abi") == 0) {
+    *ptr = (CUdeviceptr)(uintptr_t)&fake.module_kernel_abi;
+    *bytes = fake.module_global_bytes;
+    return CUDA_SUCCESS;
+  }
   if (!fake.module_has_workspace || strcmp(name, "df_handler_workspace_bytes") != 0)
     return CUDA_ERROR_NOT_FOUND;
   *ptr = (CUdeviceptr)(uintptr_t)&fake.module_workspace;
@@ -378,8 +383,9 @@ static CUresult f_dtoh(void *dst, CUdeviceptr src, size_t bytes, CUstream s) {
   CUresult r = injected("cuMemcpyDtoHAsync");
   if (r != CUDA_SUCCESS)
     return r;
-  bool global = src == (CUdeviceptr)(uintptr_t)&fake.module_workspace &&
-                bytes <= sizeof fake.module_workspace;
+  bool global = (src == (CUdeviceptr)(uintptr_t)&fake.module_workspace ||
+                 src == (CUdeviceptr)(uintptr_t)&fake.module_kernel_abi) &&
+                bytes <= sizeof(uint32_t);
   if (!global && !block_of(src, bytes))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(dst, (const void *)(uintptr_t)src, bytes);
@@ -444,8 +450,15 @@ static CUresult f_launch(const CUlaunchConfig *c, CUfunction f, void **params, v
   for (int i = 0; i < 6; i++)
     memcpy(&fake.last_u32[i], params[14 + i], sizeof(uint32_t));
   memcpy(&fake.last_progress_param, params[20], sizeof(CUdeviceptr));
+  memcpy(&fake.last_flags_clear, params[21], sizeof(CUdeviceptr));
+  memcpy(&fake.last_flags_clear_words, params[22], sizeof(uint32_t));
+  if (fake.last_flags_clear) {
+    if (!block_of((CUdeviceptr)fake.last_flags_clear, 4u * fake.last_flags_clear_words))
+      return CUDA_ERROR_INVALID_VALUE;
+    memset((void *)(uintptr_t)fake.last_flags_clear, 0, 4u * fake.last_flags_clear_words);
+  }
   for (uint32_t i = 0; i < fake.launch_tma_count && i < FAKE_MAX_MAPS; i++)
-    memcpy(&fake.last_maps[i], params[21 + i], sizeof(CUtensorMap));
+    memcpy(&fake.last_maps[i], params[23 + i], sizeof(CUtensorMap));
   fake.clock_ms += fake.launch_ms;
   if (fake.launch_hook)
     fake.launch_hook((uint32_t *)(uintptr_t)fake.last_progress_param, c->gridDimX);

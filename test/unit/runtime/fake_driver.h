@@ -70,6 +70,9 @@ typedef struct fake_state {
   bool module_has_workspace;
   uint32_t module_workspace;
   size_t module_global_bytes;
+  /* The image's df_rt_kernel_abi: absent when 0 (fake_reset), else this
+     value (its size module_global_bytes too). */
+  uint32_t module_kernel_abi;
   /* Streams: cuStreamQuery answers stream_query_result (default success);
      CUDA_ERROR_NOT_READY is a kernel that never finishes. query_hook, when
      set, runs first on every query (nth from 1) and may change the answer. */
@@ -80,6 +83,10 @@ typedef struct fake_state {
      (parameter 20, NULL without a watchdog) and the grid size. */
   void (*launch_hook)(uint32_t *progress, uint32_t ctas);
   uint64_t last_progress_param;
+  /* parameters 21-22: the words the launch zeroes for the next one (the
+     fake kernel zeroes them, as df's does) */
+  uint64_t last_flags_clear;
+  uint32_t last_flags_clear_words;
   /* Events: a clock advanced by launch_ms per launch; an event records
      the clock. */
   double clock_ms, launch_ms;

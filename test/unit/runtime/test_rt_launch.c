@@ -107,8 +107,12 @@ static void seed_launch_configuration_and_parameters(void **state) {
   assert_int_equal(info.grid[0], 4);
   assert_int_equal(info.cluster_size, 2);
   assert_int_equal(info.dynamic_shared_bytes, 368);
-  assert_int_equal(info.param_count, 21); /* + the progress array */
+  assert_int_equal(info.param_count, 23); /* + progress, flags to clear, their count */
   assert_int_equal(fake.last_progress_param, 0); /* no watchdog: NULL */
+  /* an image without df_rt_kernel_abi: its flags are reset, never cleared */
+  assert_false(info.flags_alternate);
+  assert_int_equal(fake.last_flags_clear, 0);
+  assert_int_equal(fake.last_flags_clear_words, 0);
   assert_int_equal(info.flags_bytes, 28);
   assert_int_equal(info.staging_bytes, 336);
   assert_false(info.non_portable_cluster);
@@ -171,6 +175,74 @@ static void flags_reset_only_when_needed(void **state) {
   const uint32_t *flags = fake_host(fake.last_ptrs[13]);
   for (int i = 0; i < 7; i++)
     assert_int_equal(flags[i], 0);
+  df_rt_executable_destroy(eh);
+  df_rt_executable_destroy(ec);
+  df_rt_plan_destroy(hbm);
+  df_rt_plan_destroy(cluster);
+  fx_close(&f);
+}
+
+/* A kernel of ABI 2 (df_rt_kernel_abi): two copies of the flags, one
+   memset of both before the first launch, then each launch runs on one
+   copy and clears the other (parameters 21-22) with no memset; a new
+   plan or a failed launch zeroes both again. Plans without HBM flags
+   pass no copy to clear. */
+static void flags_alternate_without_reset(void **state) {
+  (void)state;
+  fake_reset();
+  fake.module_kernel_abi = 2;
+  rt_fixture f;
+  fx_open(&f);
+  assert_int_equal(df_rt_module_kernel_info(f.mod)->kernel_abi, 2);
+  df_rt_plan *hbm = fx_seed_plan(f.rt);
+  df_rt_plan *cluster = fx_cluster_plan(f.rt);
+  df_rt_executable *eh, *ec;
+  fx_ok(df_rt_executable_create(f.mod, hbm, NULL, &eh));
+  fx_ok(df_rt_executable_create(f.mod, cluster, NULL, &ec));
+  df_rt_launch_info info;
+  fx_ok(df_rt_executable_launch_info(eh, &info));
+  assert_true(info.needs_flag_reset && info.flags_alternate);
+  assert_int_equal(info.flags_bytes, 28);
+  fake_clear_calls();
+  fx_ok(df_rt_executable_launch(ec, NULL));
+  assert_int_equal(fake_count("cuMemsetD8Async"), 0);
+  assert_int_equal(fake.last_flags_clear, 0);
+  fx_ok(df_rt_executable_launch(eh, NULL));
+  const CUdeviceptr first = fake.last_ptrs[13];
+  assert_int_equal(fake_count("cuMemsetD8Async"), 1);
+  const fake_call *m = fake_nth("cuMemsetD8Async", 0);
+  assert_int_equal(m->a[0], first);
+  assert_int_equal(m->bytes, 56);
+  assert_int_equal(fake.blocks[fake_block_index(first)].size, 56);
+  assert_int_equal(fake.last_flags_clear, first + 28);
+  assert_int_equal(fake.last_flags_clear_words, 7);
+  /* the kernel leaves flags set; the next launch runs on the cleared copy */
+  uint32_t *copy0 = fake_host(first), *copy1 = fake_host(first + 28);
+  copy0[3] = 5;
+  copy1[2] = 9; /* zeroed by the launch above, as the kernel does */
+  for (int launch = 1; launch <= 4; launch++) {
+    fx_ok(df_rt_executable_launch(eh, NULL));
+    const CUdeviceptr run = launch % 2 ? first + 28 : first;
+    assert_int_equal(fake.last_ptrs[13], run);
+    assert_int_equal(fake.last_flags_clear, launch % 2 ? first : first + 28);
+    assert_int_equal(((uint32_t *)fake_host(fake.last_flags_clear))[3], 0);
+  }
+  assert_int_equal(fake_count("cuMemsetD8Async"), 1);
+  (void)copy0;
+  (void)copy1;
+  /* a failed launch: both copies are zeroed before the next one */
+  fake.fail_name = "cuLaunchKernelEx";
+  fake.fail_result = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  assert_int_not_equal(df_rt_executable_launch(eh, NULL).code, DF_OK);
+  fake.fail_name = NULL;
+  fx_ok(df_rt_executable_launch(eh, NULL));
+  assert_int_equal(fake_count("cuMemsetD8Async"), 2);
+  assert_int_equal(fake_nth("cuMemsetD8Async", 1)->bytes, 56);
+  /* a new plan: the same */
+  fx_ok(df_rt_executable_set_plan(eh, hbm, NULL));
+  fx_ok(df_rt_executable_launch(eh, NULL));
+  assert_int_equal(fake_count("cuMemsetD8Async"), 3);
+  assert_int_equal(fake.last_ptrs[13], first);
   df_rt_executable_destroy(eh);
   df_rt_executable_destroy(ec);
   df_rt_plan_destroy(hbm);
@@ -551,6 +623,7 @@ int main(void) {
       cmocka_unit_test(seed_launch_configuration_and_parameters),
       cmocka_unit_test(plan_image_keeps_handler_ids),
       cmocka_unit_test(flags_reset_only_when_needed),
+      cmocka_unit_test(flags_alternate_without_reset),
       cmocka_unit_test(launches_on_the_given_stream),
       cmocka_unit_test(non_portable_cluster_above_eight),
       cmocka_unit_test(cluster_one_has_no_attributes),

@@ -253,11 +253,40 @@ static void reads_the_workspace(void **state) {
   fx_close(&f);
 }
 
+/* df_rt_kernel_abi: 1 when the image has no such symbol, else its value;
+   a value this libdfrt does not know (0, or above DF_RT_KERNEL_ABI) or
+   a symbol of the wrong size is an error naming it. */
+static void reads_the_kernel_abi(void **state) {
+  (void)state;
+  fake_reset();
+  rt_fixture f;
+  open_rt(&f);
+  fx_ok(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &f.mod));
+  assert_int_equal(df_rt_module_kernel_info(f.mod)->kernel_abi, 1);
+  df_rt_module_unload(f.mod);
+  f.mod = NULL;
+  fake.module_kernel_abi = DF_RT_KERNEL_ABI;
+  fx_ok(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &f.mod));
+  assert_int_equal(df_rt_module_kernel_info(f.mod)->kernel_abi, DF_RT_KERNEL_ABI);
+  df_rt_module_unload(f.mod);
+  f.mod = NULL;
+  df_rt_module *m;
+  fake.module_kernel_abi = DF_RT_KERNEL_ABI + 1;
+  fx_fails(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &m), DF_EFORMAT,
+           "module: df_rt_kernel_abi is 3; this libdfrt launches kernel ABIs 1 to 2");
+  fake.module_kernel_abi = 2;
+  fake.module_global_bytes = 8;
+  fx_fails(df_rt_module_load(f.dev, FX_PTX, strlen(FX_PTX), NULL, &m), DF_EFORMAT,
+           "module: df_rt_kernel_abi is 8 bytes; the generated module defines a uint32_t");
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(classify_images),
       cmocka_unit_test(loads_ptx_with_logs),
       cmocka_unit_test(jit_failure_returns_the_log),
+      cmocka_unit_test(reads_the_kernel_abi),
       cmocka_unit_test(missing_kernel_and_bad_inputs),
       cmocka_unit_test(loads_files),
       cmocka_unit_test(reads_the_workspace),

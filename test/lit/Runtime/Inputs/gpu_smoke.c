@@ -151,10 +151,12 @@ static int run(const char *name, df_plan *p, uint32_t threads, int reps) {
   uint32_t base = L->shared_slot_base_offset, bc = L->barrier_count,
            ack = L->cluster_ack_count, block = p->block_size, scratch = scratch_off;
   CUdeviceptr d_progress = 0; /* no watchdog: the kernel skips progress reports */
+  CUdeviceptr d_clear = 0;    /* flags reset by the memset below, none to clear */
+  uint32_t clear_words = 0;
   void *params[] = {&d_instr, &d_qo,   &d_ql,      &d_slots,   &d_comms, &d_bio, &d_bil,
                     &d_bii,   &d_args, &d_tensors, &d_in,      &d_tc,    &d_staging,
                     &d_flags, &base,   &bc,        &ack,       &cs,      &block, &scratch,
-                    &d_progress};
+                    &d_progress, &d_clear, &clear_words};
   uint32_t smem = L->shared_memory_bytes;
   CK(cuFuncSetAttribute(g_fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                         smem > 48 * 1024 ? smem : 48 * 1024));
