@@ -468,8 +468,10 @@ df_status df_rt_executable_set_tensor_metadata(df_rt_executable *e,
 df_status df_rt_executable_update_tensor_args(df_rt_executable *e, df_rt_stream *stream,
                                               const void *bytes, size_t len);
 
-/* Launch once on `stream` (NULL: default): update tensor args, zero the
-   flags buffer when the plan needs it (HBM send/recv comms), launch with
+/* Launch once on `stream` (NULL: default): update tensor args, give the
+   kernel zeroed flags when the plan needs them (HBM send/recv comms; a
+   kernel of ABI 2 zeroes the next launch's copy itself, others get a
+   memset before every launch: df_rt_kernel_info.kernel_abi), launch with
    grid (sm_count,1,1), block_dim, cluster (cluster_size,1,1) and dynamic
    shared memory = the launch package's bytes, and, with
    copy_back_staging, copy global staging back (waiting for the launch).
