@@ -266,7 +266,8 @@ static void run_launch(bench *b, const char *name, double *df_dev, double *raw_d
   CHECK("launch info", df_rt_executable_launch_info(l.exe, &li));
   printf("\ndf launch: %u B dynamic shared, %u kernel parameters, plan %zu B on the device, "
          "flag reset %s\n",
-         li.dynamic_shared_bytes, li.param_count, li.plan_bytes, li.needs_flag_reset ? "yes" : "no");
+         li.dynamic_shared_bytes, li.param_count, li.plan_bytes,
+         !li.needs_flag_reset ? "no" : li.flags_alternate ? "by the previous launch" : "memset");
   unload(b, &l);
 }
 
