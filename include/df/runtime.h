@@ -34,10 +34,12 @@
    keeps two copies of them and alternates, so no flag reset runs
    between launches (docs/device-runtime.md); then one CUtensorMap by
    value per TMA descriptor spec, in spec order (from parameter 23). A
-   kernel that declares fewer parameters ignores the rest, so kernels
-   built before the progress parameter still launch (without a watchdog;
-   libdfrt then resets their flags before each launch, see
-   df_rt_module_load). */
+   kernel without the image constant df_rt_kernel_abi (ABI 1:
+   REFERENCE §6's parameters) gets no parameters 21-22: its descriptors
+   from parameter 21 and its flags reset by a memset before each launch
+   (df_rt_kernel_info.kernel_abi). A kernel that declares fewer
+   parameters ignores the rest, so kernels built before the progress
+   parameter still launch (without a watchdog). */
 #ifndef DF_RUNTIME_H
 #define DF_RUNTIME_H
 
@@ -83,9 +85,10 @@ typedef struct df_rt_event df_rt_event;
 #define DF_RT_KERNEL_SCALAR_PARAMS 6u
 /* Index of the progress-array parameter. */
 #define DF_RT_KERNEL_PROGRESS_PARAM 20u
-/* Then the words the launch zeroes for the next one (a pointer, NULL =
-   none) and their count (u32): df's flags without a per-launch reset
-   (docs/device-runtime.md). TMA descriptors follow. */
+/* Then, for a kernel of ABI 2, the words the launch zeroes for the next
+   one (a pointer, NULL = none) and their count (u32): df's flags without
+   a per-launch reset (docs/device-runtime.md). TMA descriptors follow
+   (from parameter 21 for a kernel of ABI 1). */
 #define DF_RT_KERNEL_FLAGS_CLEAR_PARAM 21u
 #define DF_RT_KERNEL_FLAGS_CLEAR_WORDS_PARAM 22u
 #define DF_RT_KERNEL_FIXED_PARAMS 23u
@@ -530,7 +533,7 @@ typedef struct df_rt_launch_info {
      a memset before every launch (df_rt_kernel_info.kernel_abi). */
   bool flags_alternate;
   uint32_t block_size;
-  uint32_t param_count; /* 23 + TMA descriptors */
+  uint32_t param_count; /* 23 (21 for a kernel of ABI 1) + TMA descriptors */
   size_t flags_bytes, staging_bytes, plan_bytes;
 } df_rt_launch_info;
 df_status df_rt_executable_launch_info(const df_rt_executable *e, df_rt_launch_info *out);

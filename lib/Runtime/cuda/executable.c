@@ -424,7 +424,7 @@ df_status df_rt_executable_launch_info(const df_rt_executable *e, df_rt_launch_i
   out->needs_flag_reset = e->cfg.needs_flag_reset;
   out->flags_alternate = e->flags_alternate;
   out->block_size = e->cfg.block_size;
-  out->param_count = DF_RT_KERNEL_FIXED_PARAMS + e->tma_count;
+  out->param_count = dfrt_fixed_params(e->module) + e->tma_count;
   out->flags_bytes = e->flags_bytes;
   out->staging_bytes = e->staging_bytes;
   out->plan_bytes = e->plan_bytes;

@@ -267,6 +267,9 @@ df_status dfrt_launch_prepare(df_rt_executable *e, const df_launch_package *lp,
 /* Keep the module's function attributes in line with `cfg`. */
 df_status dfrt_launch_attributes(df_rt_executable *e, const dfrt_launch_cfg *cfg);
 /* cuLaunchKernelEx with the executable's parameters and configuration. */
+/* Kernel parameters before the TMA descriptors: 23 for a kernel of ABI
+   2, 21 for one of ABI 1 (df_rt_kernel_info.kernel_abi). */
+uint32_t dfrt_fixed_params(const df_rt_module *m);
 df_status dfrt_launch_kernel(df_rt_executable *e, CUstream stream);
 
 /* REFERENCE 7.4 on raw record bytes. */

@@ -180,6 +180,13 @@ df_status dfrt_launch_prepare(df_rt_executable *e, const df_launch_package *lp,
   return check_residency(e, c);
 }
 
+/* The parameters before the TMA descriptors: a kernel of ABI 1 declares
+   its descriptors right after the progress array (REFERENCE §6), one of
+   ABI 2 after the flag-clearing pair. */
+uint32_t dfrt_fixed_params(const df_rt_module *m) {
+  return m->info.kernel_abi >= 2 ? DF_RT_KERNEL_FIXED_PARAMS : DF_RT_KERNEL_FLAGS_CLEAR_PARAM;
+}
+
 df_status dfrt_launch_kernel(df_rt_executable *e, CUstream stream) {
   _Static_assert(DF_RT_KERNEL_POINTER_PARAMS + DF_RT_KERNEL_SCALAR_PARAMS ==
                      DF_RT_KERNEL_PROGRESS_PARAM,
@@ -190,7 +197,8 @@ df_status dfrt_launch_kernel(df_rt_executable *e, CUstream stream) {
   enum { FIXED = DF_RT_KERNEL_FIXED_PARAMS };
   void *stack_params[FIXED + 8];
   void **params = stack_params;
-  size_t count = FIXED + e->tma_count;
+  const uint32_t fixed = dfrt_fixed_params(e->module);
+  size_t count = fixed + e->tma_count;
   if (count > sizeof stack_params / sizeof stack_params[0]) {
     params = df_alloc(&e->rt->alloc, sizeof(void *) * count);
     if (!params)
@@ -202,10 +210,12 @@ df_status dfrt_launch_kernel(df_rt_executable *e, CUstream stream) {
   for (uint32_t i = 0; i < DF_RT_KERNEL_SCALAR_PARAMS; i++)
     params[DF_RT_KERNEL_POINTER_PARAMS + i] = &e->params_u32[i];
   params[DF_RT_KERNEL_PROGRESS_PARAM] = &e->param_progress;
-  params[DF_RT_KERNEL_FLAGS_CLEAR_PARAM] = &e->param_flags_clear;
-  params[DF_RT_KERNEL_FLAGS_CLEAR_WORDS_PARAM] = &e->param_flags_clear_words;
+  if (fixed == FIXED) {
+    params[DF_RT_KERNEL_FLAGS_CLEAR_PARAM] = &e->param_flags_clear;
+    params[DF_RT_KERNEL_FLAGS_CLEAR_WORDS_PARAM] = &e->param_flags_clear_words;
+  }
   for (uint32_t i = 0; i < e->tma_count; i++)
-    params[FIXED + i] = &e->targs.maps[i];
+    params[fixed + i] = &e->targs.maps[i];
   CUlaunchConfig cfg;
   CUlaunchAttribute attrs[2];
   fill_config(&e->cfg, stream, &cfg, attrs);

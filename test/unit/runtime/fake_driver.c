@@ -450,15 +450,22 @@ static CUresult f_launch(const CUlaunchConfig *c, CUfunction f, void **params, v
   for (int i = 0; i < 6; i++)
     memcpy(&fake.last_u32[i], params[14 + i], sizeof(uint32_t));
   memcpy(&fake.last_progress_param, params[20], sizeof(CUdeviceptr));
-  memcpy(&fake.last_flags_clear, params[21], sizeof(CUdeviceptr));
-  memcpy(&fake.last_flags_clear_words, params[22], sizeof(uint32_t));
+  /* As the real kernels: ABI 2 declares parameters 21-22 and then the
+     tensor maps, ABI 1 its maps right after the progress array. */
+  const int maps_at = fake.module_kernel_abi >= 2 ? 23 : 21;
+  fake.last_flags_clear = 0;
+  fake.last_flags_clear_words = 0;
+  if (maps_at == 23) {
+    memcpy(&fake.last_flags_clear, params[21], sizeof(CUdeviceptr));
+    memcpy(&fake.last_flags_clear_words, params[22], sizeof(uint32_t));
+  }
   if (fake.last_flags_clear) {
     if (!block_of((CUdeviceptr)fake.last_flags_clear, 4u * fake.last_flags_clear_words))
       return CUDA_ERROR_INVALID_VALUE;
     memset((void *)(uintptr_t)fake.last_flags_clear, 0, 4u * fake.last_flags_clear_words);
   }
   for (uint32_t i = 0; i < fake.launch_tma_count && i < FAKE_MAX_MAPS; i++)
-    memcpy(&fake.last_maps[i], params[23 + i], sizeof(CUtensorMap));
+    memcpy(&fake.last_maps[i], params[maps_at + i], sizeof(CUtensorMap));
   fake.clock_ms += fake.launch_ms;
   if (fake.launch_hook)
     fake.launch_hook((uint32_t *)(uintptr_t)fake.last_progress_param, c->gridDimX);

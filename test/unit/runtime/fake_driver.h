@@ -83,8 +83,9 @@ typedef struct fake_state {
      (parameter 20, NULL without a watchdog) and the grid size. */
   void (*launch_hook)(uint32_t *progress, uint32_t ctas);
   uint64_t last_progress_param;
-  /* parameters 21-22: the words the launch zeroes for the next one (the
-     fake kernel zeroes them, as df's does) */
+  /* parameters 21-22 of a kernel of ABI 2 (module_kernel_abi): the words
+     the launch zeroes for the next one (the fake kernel zeroes them, as
+     df's does); 0 for ABI 1, whose tensor maps start at 21 */
   uint64_t last_flags_clear;
   uint32_t last_flags_clear_words;
   /* Events: a clock advanced by launch_ms per launch; an event records

@@ -107,7 +107,7 @@ static void seed_launch_configuration_and_parameters(void **state) {
   assert_int_equal(info.grid[0], 4);
   assert_int_equal(info.cluster_size, 2);
   assert_int_equal(info.dynamic_shared_bytes, 368);
-  assert_int_equal(info.param_count, 23); /* + progress, flags to clear, their count */
+  assert_int_equal(info.param_count, 21); /* ABI 1: + the progress array */
   assert_int_equal(fake.last_progress_param, 0); /* no watchdog: NULL */
   /* an image without df_rt_kernel_abi: its flags are reset, never cleared */
   assert_false(info.flags_alternate);
@@ -203,6 +203,7 @@ static void flags_alternate_without_reset(void **state) {
   fx_ok(df_rt_executable_launch_info(eh, &info));
   assert_true(info.needs_flag_reset && info.flags_alternate);
   assert_int_equal(info.flags_bytes, 28);
+  assert_int_equal(info.param_count, 23); /* + the flags to clear and their count */
   fake_clear_calls();
   fx_ok(df_rt_executable_launch(ec, NULL));
   assert_int_equal(fake_count("cuMemsetD8Async"), 0);

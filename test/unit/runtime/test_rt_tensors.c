@@ -228,6 +228,35 @@ static void fp16_tensor(uint64_t ptr, df_rt_tensor *t) {
   fx_ok(df_rt_tensor_contiguous(ptr, DF_DTYPE_FLOAT16, 2, shape, 0, t));
 }
 
+/* A kernel of ABI 2 takes its descriptors after parameters 21-22 (the
+   fake reads them from 23 then): the same descriptors arrive. */
+static void descriptors_follow_the_flag_parameters(void **state) {
+  (void)state;
+  fake_reset();
+  fake.module_kernel_abi = 2;
+  rt_fixture f;
+  fx_open(&f);
+  df_rt_plan *p = plan_with_program(f.rt);
+  df_rt_tma_spec specs[2] = {spec_for("K_desc", "K"), spec_for("O_desc", "O")};
+  df_rt_executable *e = tma_exe(&f, p, specs, 2);
+  df_rt_launch_info info;
+  fx_ok(df_rt_executable_launch_info(e, &info));
+  assert_int_equal(info.param_count, 25); /* 23 + two descriptors */
+  df_rt_tensor t[4];
+  t[0] = df_rt_tensor_raw(0x1000);
+  fp16_tensor(0x2000, &t[1]);
+  t[2] = df_rt_tensor_raw(0x3000);
+  fp16_tensor(0x4000, &t[3]);
+  fx_ok(df_rt_executable_bind_tensors(e, NULL, t, 4));
+  fake.launch_tma_count = 2;
+  fx_ok(df_rt_executable_launch(e, NULL));
+  assert_int_equal(fake.last_maps[0].opaque[1], 0x2000);
+  assert_int_equal(fake.last_maps[1].opaque[1], 0x4000);
+  df_rt_executable_destroy(e);
+  df_rt_plan_destroy(p);
+  fx_close(&f);
+}
+
 static void encodes_and_passes_descriptors(void **state) {
   (void)state;
   fake_reset();
@@ -239,7 +268,7 @@ static void encodes_and_passes_descriptors(void **state) {
   df_rt_executable *e = tma_exe(&f, p, specs, 2);
   df_rt_launch_info info;
   fx_ok(df_rt_executable_launch_info(e, &info));
-  assert_int_equal(info.param_count, 25); /* 23 + two descriptors */
+  assert_int_equal(info.param_count, 23); /* ABI 1: 21 + two descriptors */
   /* Nothing bound yet: the launch says why there are no descriptors. */
   fx_fails(df_rt_executable_launch(e, NULL), DF_EINVAL,
            "launch: TMA descriptor 'K_desc' has a null tensor pointer for tensor 'K'");
@@ -407,6 +436,7 @@ int main(void) {
       cmocka_unit_test(spec_checks),
       cmocka_unit_test(binds_by_program_order),
       cmocka_unit_test(encodes_and_passes_descriptors),
+      cmocka_unit_test(descriptors_follow_the_flag_parameters),
       cmocka_unit_test(tma_option_errors),
       cmocka_unit_test(encoder_missing_from_driver),
   };
