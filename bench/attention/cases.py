@@ -447,30 +447,25 @@ def cases():
         # links the device runtime built with FLAGS added
         # (scripts/gpu/make_runtime_bc.sh): an A/B of a runtime change on the
         # same plans in one call
-        for c in out:
-            twins = [{"name": c["name"] + ".rt", "schedule": c["schedule"] + f", runtime {rt_ab}",
-                      "block": c["block"], "model_us": c["model_us"], "opts": c["opts"],
-                      "rt_flags": rt_ab}]
-            for a in c["alts"]:
-                twins.append({**a, "name": a["name"] + ".rt",
-                              "schedule": a["schedule"] + f", runtime {rt_ab}", "rt_flags": rt_ab})
-            c["alts"] += twins
+        add_twins(out, ".rt", f", runtime {rt_ab}", lambda p: {"rt_flags": rt_ab})
     ab = os.environ.get("CASES_AB")
     if ab:
         # (CASES_AB=FLAGS only) a twin NAME.ab of every case's plan and of
         # every alternative, its handlers built with FLAGS added: an A/B of
         # a handler change on the same plans in one call (make the pairs
         # wanted with CARRY_PLANS)
-        for c in out:
-            twins = [{"name": c["name"] + ".ab", "schedule": c["schedule"] + f", {ab}",
-                      "block": c["block"], "model_us": c["model_us"], "opts": c["opts"],
-                      "cflags": ab}]
-            for a in c["alts"]:
-                twins.append({**a, "name": a["name"] + ".ab",
-                              "schedule": a["schedule"] + f", {ab}",
-                              "cflags": " ".join(f for f in (a.get("cflags", ""), ab) if f)})
-            c["alts"] += twins
+        add_twins(out, ".ab", f", {ab}", lambda p: {
+            "cflags": " ".join(f for f in (p.get("cflags", ""), ab) if f)})
     return out
+
+
+def add_twins(out, suffix, label, extra):
+    """A twin NAME+suffix of every case's plan and of every alternative:
+    its schedule + label, and the fields extra(plan) returns."""
+    for c in out:
+        plan = {k: c[k] for k in ("name", "schedule", "block", "model_us", "opts")}
+        c["alts"] += [{**p, "name": p["name"] + suffix, "schedule": p["schedule"] + label,
+                       **extra(p)} for p in [plan] + c["alts"]]
 
 
 FAN_IN = 4        # most inputs per reduce (df-schedule reduce-fan-in)

@@ -228,6 +228,15 @@ static void fp16_tensor(uint64_t ptr, df_rt_tensor *t) {
   fx_ok(df_rt_tensor_contiguous(ptr, DF_DTYPE_FLOAT16, 2, shape, 0, t));
 }
 
+/* Binds Q, K (fp16 at 0x2000), V, O (fp16 at 0x4000) into t and e. */
+static void bind_k_and_o(df_rt_executable *e, df_rt_tensor t[4]) {
+  t[0] = df_rt_tensor_raw(0x1000);
+  fp16_tensor(0x2000, &t[1]);
+  t[2] = df_rt_tensor_raw(0x3000);
+  fp16_tensor(0x4000, &t[3]);
+  fx_ok(df_rt_executable_bind_tensors(e, NULL, t, 4));
+}
+
 /* A kernel of ABI 2 takes its descriptors after parameters 21-22 (the
    fake reads them from 23 then): the same descriptors arrive. */
 static void descriptors_follow_the_flag_parameters(void **state) {
@@ -243,11 +252,7 @@ static void descriptors_follow_the_flag_parameters(void **state) {
   fx_ok(df_rt_executable_launch_info(e, &info));
   assert_int_equal(info.param_count, 25); /* 23 + two descriptors */
   df_rt_tensor t[4];
-  t[0] = df_rt_tensor_raw(0x1000);
-  fp16_tensor(0x2000, &t[1]);
-  t[2] = df_rt_tensor_raw(0x3000);
-  fp16_tensor(0x4000, &t[3]);
-  fx_ok(df_rt_executable_bind_tensors(e, NULL, t, 4));
+  bind_k_and_o(e, t);
   fake.launch_tma_count = 2;
   fx_ok(df_rt_executable_launch(e, NULL));
   assert_int_equal(fake.last_maps[0].opaque[1], 0x2000);
@@ -273,11 +278,7 @@ static void encodes_and_passes_descriptors(void **state) {
   fx_fails(df_rt_executable_launch(e, NULL), DF_EINVAL,
            "launch: TMA descriptor 'K_desc' has a null tensor pointer for tensor 'K'");
   df_rt_tensor t[4];
-  t[0] = df_rt_tensor_raw(0x1000);
-  fp16_tensor(0x2000, &t[1]);
-  t[2] = df_rt_tensor_raw(0x3000);
-  fp16_tensor(0x4000, &t[3]);
-  fx_ok(df_rt_executable_bind_tensors(e, NULL, t, 4));
+  bind_k_and_o(e, t);
   assert_int_equal(fake.encode_count, 2);
   const fake_encode *k = &fake.encodes[0];
   assert_int_equal(k->dtype, 6);
