@@ -386,7 +386,7 @@ df_status df_rt_executable_launch(df_rt_executable *e, df_rt_stream *stream) {
     e->flags_stale = true; /* whether the kernel ran is unknown */
     return ls;
   }
-  e->flag_copy ^= e->flags_alternate;
+  e->flag_copy ^= e->flags_alternate; /* the next launch runs on the copy just zeroed */
   ls = dfrt_watch_after(e, h);
   if (ls.code != DF_OK) {
     e->flags_stale = true; /* a launch the watchdog stopped left its flags set */

@@ -202,9 +202,9 @@ DF_RT uint32_t pool_claim(const df_rt *rt, df_pool *p) {
 
 /* Tells libdfrt which parameters the entries take (kept visible by
    df-translate, read with cuModuleGetGlobal). A/B build switch
-   -DDF_RT_NO_KERNEL_ABI (bench/attention CASES_RT_AB): without it
-   libdfrt takes the kernel for ABI 1 and resets the flags before every
-   launch, as before ABI 2. */
+   -DDF_RT_NO_KERNEL_ABI (bench/attention CASES_RT_AB): an image built
+   with it has no such constant, so libdfrt takes it for ABI 1 and resets
+   its flags before every launch, as before ABI 2. */
 #ifndef DF_RT_NO_KERNEL_ABI
 __attribute__((used)) const uint32_t df_rt_kernel_abi = DF_RT_KERNEL_ABI;
 #endif
