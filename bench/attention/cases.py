@@ -441,25 +441,6 @@ def cases():
                 even_opts(SMS, False) + f" reduce-fan-in={FAN_IN}")
             alt(".even264.fan4", "even 264 + defer + fan-in 4", EVEN_GRAN, None,
                 even_opts(2 * SMS, True) + f" reduce-fan-in={FAN_IN}")
-        # joins (df-schedule pool-join, docs/pool.md "Joins"): a twin
-        # NAME+j of pooled plans whose receiving items (reduces) are run by
-        # the CTA whose partial completes their inputs, not claimed: no CTA
-        # waits for a reduce's inputs, a tree level costs an atomic instead
-        # of a flag hop
-        for a in list(alts):
-            if a["name"][len(c["name"]):] in JOIN_TWINS.get(c["name"], ()):
-                alts.append({**a, "name": a["name"] + "j", "schedule": a["schedule"] + ", joins",
-                             "model_us": None, "opts": a["opts"] + " pool-join=true"})
-        if c["name"] == "u1x128k":
-            # joined pools with one reduce per head (16 inputs, fused with
-            # its finalize) and with trees of up to 8 inputs
-            base = sched_opts(*SCHEDULES[c["schedule"]])
-            alt(".poolj0rf", c["schedule"] + ", pool, joins, one reduce, df-fuse no-iter",
-                c["block"], None, base + " skip-unary-reduce=true pool=true pool-join=true",
-                passes="--df-fuse=no-iter=true")
-            alt(".poolj8", c["schedule"] + ", pool, joins, fan-in 8", c["block"], None,
-                c["opts"].replace(f"reduce-fan-in={FAN_IN}", "reduce-fan-in=8")
-                + " pool=true pool-join=true")
     rt_ab = os.environ.get("CASES_RT_AB")
     if rt_ab:
         # (CASES_RT_AB=FLAGS only) a twin NAME.rt of every plan whose kernel
@@ -488,10 +469,6 @@ def add_twins(out, suffix, label, extra):
 
 
 FAN_IN = 4        # most inputs per reduce (df-schedule reduce-fan-in)
-# The pooled plans that get a joined twin (NAME+j, df-schedule pool-join)
-JOIN_TWINS = {"u1x128k": (".pool", ".poolb2048", ".pt80"), "s16": (".pool",),
-              "s32": (".pool", ".x2pool", ".x2poolf8"), "s64": (".pool", ".x2pool"),
-              "u64x4k": (".pool",), "u8x32k": (".pool",)}
 # Cases whose block is set by measurement, not by the model: s32 at 3072
 # ran 4-6 % faster than the model's 4096 in every call that had both
 # (run J 86.6/90.5, run K 86.3/91.8, run M 85.7/90.8 and 89.2/94.1 us); the

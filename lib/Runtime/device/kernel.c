@@ -129,30 +129,29 @@ typedef struct df_pool {
   uint32_t *counter; /* NULL: not at an OP_POOL */
   uint32_t first, items, stride;
   uint32_t item, member; /* the running item and its next instruction */
-  uint32_t early;        /* leader: the next claim, made early, or a joined
-                            item | DF_POOL_JOINED; S = none */
+  uint32_t early;        /* leader: the next claim, made early; S = none */
+  bool joined;           /* `item` is a joined item to run next, not claimed */
 } df_pool;
 
-/* A joined item to run next, in df_pool.early: no claim's value (the
-   packer keeps instruction counts under 2^31). */
-#define DF_POOL_JOINED 0x80000000u
-
 static __attribute__((address_space(3))) uint32_t pool_claimed;
+static __attribute__((address_space(3))) uint32_t pool_join_last;
 
-/* The last producer of a joined item, leader: its record now, its args
-   and comms into L1, so that the item's set-up does not chase them one L2
-   or DRAM round trip after another (they are cold: a stream evicted them). */
-DF_RT void join_prefetch(const df_abi_instr *r, const uint8_t *args, const df_abi_comm *comms) {
-  const uint32_t a = r->arg_offset, c = r->comm_offset, n = r->comm_count;
-  if (a != DF_SENTINEL)
-    df_ptx_prefetch_l1(args + a);
-  for (uint32_t i = 0; i < n; i += 2) /* 48-byte records, 128-byte lines */
-    df_ptx_prefetch_l1(comms + c + i);
+/* An OP_JOIN (docs/pool.md "Joins"): the item's sends are out; count this
+   producer in. The last one runs the joined item, whose receives then
+   find every flag set (each producer released its flags before its
+   count), so no CTA ever waits for a joined item's inputs. */
+DF_RT bool pool_join(const df_rt *rt, uint32_t *counter, uint32_t producers) {
+  if (df_rt_leader(rt))
+    pool_join_last = df_ptx_atom_add_relaxed_gpu(counter, 1) + 1 == producers;
+  df_ptx_bar_sync();
+  return pool_join_last;
 }
 
 DF_RT uint32_t pool_claim(const df_rt *rt, df_pool *p) {
   if (df_rt_leader(rt)) {
-    pool_claimed = p->early != DF_SENTINEL ? p->early : df_ptx_atom_add_relaxed_gpu(p->counter, 1);
+    pool_claimed = DF_POOL_EARLY && p->early != DF_SENTINEL
+                       ? p->early
+                       : df_ptx_atom_add_relaxed_gpu(p->counter, 1);
     p->early = DF_SENTINEL;
   }
   /* Published by this barrier; rewritten only after the item's own. */
@@ -289,7 +288,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
   ctx.threads = rt.threads;
   workspace_place(&ctx);
 
-  df_pool pool = {(uint32_t *)0, 0, 0, 0, 0, 0, DF_SENTINEL};
+  df_pool pool = {(uint32_t *)0, 0, 0, 0, 0, 0, DF_SENTINEL, false};
 #ifdef DF_RT_TRACE
   uint32_t traced_pool = 0;
 #endif
@@ -301,37 +300,25 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
   for (uint32_t pc = 0; pc < length;) {
     uint32_t op, handler_id, arg_offset, comm_offset, n;
     uint32_t mark_pc = pc; /* the watchdog's pc word (df/progress.h) */
-    bool joined = false; /* a joined item's first record: its inputs are acquired */
     if (DF_HAS(DF_FEATURE_POOL) && __builtin_expect(pool.counter != (uint32_t *)0, 0)) {
-      if (pool.member == 0) {
+      if (pool.member == 0 && !pool.joined) {
         pool.item = pool_claim(&rt, &pool);
-        if (pool.item >= pool.items) {
-          if (DF_HAS(DF_FEATURE_POOL_JOIN) && (pool.item & DF_POOL_JOINED)) {
-            pool.item &= ~DF_POOL_JOINED;
-            joined = true;
-          } else { /* empty: on with the queue */
-            pool.counter = (uint32_t *)0;
-            pc++;
-            continue;
-          }
+        if (pool.item >= pool.items) { /* empty: on with the queue */
+          pool.counter = (uint32_t *)0;
+          pc++;
+          continue;
         }
       }
+      pool.joined = false;
       const df_abi_instr *r = instructions + pool.first + pool.item * pool.stride + pool.member;
       pool.member = pool.member + 1 == pool.stride ? 0 : pool.member + 1;
       /* the item ends here when its next slot is padding */
       if (pool.member && r[1].opcode == DF_ABI_OP_EXIT)
         pool.member = 0;
-      /* An OP_JOIN (docs/pool.md "Joins") ends its item, whose sends are
-         out: the leader counts this producer in, and the last one takes
-         the joined item as its next claim (published by the claim's
-         barrier). Its receives then find every flag set (each producer
-         released its flags before counting), so no CTA waits for a
-         joined item's inputs. */
-      if (DF_HAS(DF_FEATURE_POOL_JOIN) && r->opcode == DF_ABI_OP_JOIN) {
-        if (df_rt_leader(&rt) &&
-            df_ptx_atom_add_acq_rel_gpu(flags + r->slot_id, 1) + 1 == r->flags) {
-          pool.early = r->comm_offset | DF_POOL_JOINED;
-          join_prefetch(instructions + pool.first + r->comm_offset * pool.stride, args, comms);
+      if (DF_HAS(DF_FEATURE_POOL_JOIN) && r->opcode == DF_ABI_OP_JOIN) { /* ends its item */
+        if (pool_join(&rt, flags + r->slot_id, r->flags)) {
+          pool.item = r->comm_offset;
+          pool.joined = true;
         }
         continue;
       }
@@ -442,13 +429,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
     if (hbm_prepared)
       df_rt_hbm_send_prepare(&rt, c, n);
     DF_RT_DIAG_AT(&rt, DF_RT_DIAG_PREPARE);
-    /* A joined item's receives only wait for flags its producers set
-       before their join counts, which the last count acquired: the claim's
-       barrier published that, so no poll (nor its record reads) is left
-       but the barrier that publishes the staged records. */
-    if (DF_HAS(DF_FEATURE_POOL_JOIN) && joined)
-      df_ptx_bar_sync();
-    else if (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT)))
+    if (kinds & (DF_KIND_BIT(DF_COMM_HBM_RECV) | DF_KIND_BIT(DF_COMM_HBM_RECV_WAIT)))
       df_rt_hbm_recv(&rt, c, n, &scan);
 
     if (handler_id != DF_SENTINEL) {

@@ -47,21 +47,6 @@ DF_PTX uint32_t df_ptx_atom_add_relaxed_gpu(uint32_t *p, uint32_t v) {
   __asm__("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
 }
-/* Acquire-release GPU-scope fetch-and-add: a join count (docs/pool.md
-   "Joins"). Each producer's add releases what it wrote; the last one's
-   acquires all of it through the counter's release sequence. */
-DF_PTX uint32_t df_ptx_atom_add_acq_rel_gpu(uint32_t *p, uint32_t v) {
-  uint32_t old;
-  __asm__ __volatile__("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
-                       : "=r"(old)
-                       : "l"(p), "r"(v)
-                       : "memory");
-  return old;
-}
-/* Into this SM's L1, for a load soon after. */
-DF_PTX void df_ptx_prefetch_l1(const void *p) {
-  __asm__ __volatile__("prefetch.global.L1 [%0];" ::"l"(p));
-}
 /* bar.warp.sync over the whole warp: orders memory among its lanes. */
 DF_PTX void df_ptx_warp_sync(void) { __nvvm_bar_warp_sync(0xffffffffu); }
 
