@@ -37,19 +37,7 @@ typedef enum df_abi_opcode {
      per item (an item ends early at an EXIT), slot_id = the counter's
      flag index; handler_id and arg_offset S, comm_count 0. */
   DF_ABI_OP_POOL = 5,
-  /* df extension (docs/pool.md "Joins"), only in a pool's items: the
-     item's last record. The CTA adds one to the join counter (flag
-     slot_id); the one that brings it to `flags` (the target's producer
-     items) runs the pool's item comm_offset next, without a claim, its
-     inputs all sent. handler_id, arg_offset and task_id S, comm_count 0. */
-  DF_ABI_OP_JOIN = 6,
 } df_abi_opcode;
-
-/* The pool's control records: no handler, no comms; comm_offset names
-   instructions (OP_POOL) or an item (OP_JOIN), not comms. */
-static inline int df_abi_op_is_pool_control(uint32_t op) {
-  return op == DF_ABI_OP_POOL || op == DF_ABI_OP_JOIN;
-}
 
 /* Communication record kinds. */
 typedef enum df_comm_kind {

@@ -35,9 +35,7 @@ extern "C" {
 /* OP_POOL records: the instruction pool's claims (docs/pool.md). From the
    instructions, not the comms: df_packed_features adds it. */
 #define DF_FEATURE_POOL (1u << 10)
-/* OP_JOIN records in the pool's items (docs/pool.md "Joins"). */
-#define DF_FEATURE_POOL_JOIN (1u << 11)
-#define DF_FEATURES_ALL 0xFFFu
+#define DF_FEATURES_ALL 0x7FFu
 /* Not a protocol path: the records come from df_embedded_plan. */
 #define DF_FEATURE_EMBEDDED_PLAN (1u << 16)
 /* Not a protocol path (df-translate --df-resolve=off): cluster-receiving

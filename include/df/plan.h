@@ -310,9 +310,6 @@ typedef struct df_plan {
   /* df_schedule_options.pool: df_pack puts the instructions in the pool
      that every CTA claims from (docs/pool.md). */
   bool pool;
-  /* df_schedule_options.pool_join: the pool's receiving items run on the
-     CTA that finishes their last producer (docs/pool.md "Joins"). */
-  bool pool_join;
 } df_plan;
 
 /* An empty plan for a topology (checked). */
@@ -487,12 +484,6 @@ typedef struct df_schedule_options {
      transferred slot direct-global; the plan records the choice
      (df_plan.pool). */
   bool pool;
-  /* df extension (needs pool; docs/pool.md "Joins"): an item that
-     receives is not claimed but run by the CTA whose producer item
-     completes its inputs (a counter per such item), so no CTA waits for a
-     reduce's inputs and a tree level costs an atomic instead of a flag
-     hop. Every producer item must feed one receiving item at most. */
-  bool pool_join;
   /* df extension (0: off, else 1..99; even_split only): the chunks come
      in batches of even_split_chunks (0: sm_count) equal chunks, each
      batch taking this percent of the units still to cut, so chunks
@@ -744,13 +735,10 @@ df_status df_packed_patch_lengths_at(df_packed *k, const uint32_t *last, const u
 /* The instruction pool of a packed plan (docs/pool.md): instructions
    [first, first + items * stride) after the last queue, item i being
    [first + i * stride, first + (i + 1) * stride) up to its first EXIT,
-   claimed through flag `counter`. With joins (docs/pool.md "Joins") the
-   `joined` items after those are not claimed: item items + j runs where
-   its producers' OP_JOIN records bring flag counter + 1 + j to their
-   count. */
+   claimed through flag `counter`. */
 typedef struct df_pool_desc {
   bool present;
-  uint32_t first, items, stride, counter, joined;
+  uint32_t first, items, stride, counter;
 } df_pool_desc;
 
 /* Find and check the pool: every queue starts with the same OP_POOL record
@@ -774,10 +762,6 @@ uint32_t df_packed_data_flags(const df_packed *k);
 /* Whether a checked packed plan has a pool (its first queue starts with
    OP_POOL). Run-time re-plans of such a plan pool too. */
 bool df_packed_has_pool(const df_packed *k);
-
-/* Whether a checked packed plan's pool has joined items (its OP_POOL
-   region holds more items than it claims). Re-plans join too. */
-bool df_packed_has_pool_join(const df_packed *k);
 
 /* Build and check the launch package from packed records (REFERENCE 5.5). */
 df_status df_launch_package_build(const df_packed *k, df_launch_package *out);

@@ -42,8 +42,6 @@ static const df_pass_info table[] = {
      "      pool=BOOL (df extension, round_robin all_at_once, even-split allowed: every\n"
      "      instruction goes to one pool the CTAs claim from at run time in dependency order;\n"
      "      all transfers through HBM flags, direct-global slots; docs/pool.md)\n"
-     "      pool-join=BOOL (df extension, with pool: an item that receives is run by the CTA\n"
-     "      whose producer item completes its inputs, not claimed; docs/pool.md \"Joins\")\n"
      "      skip-unary-reduce=BOOL (df extension, all_at_once: no REDUCE for a task of one\n"
      "      partial; its FINALIZE reads the partial)\n"
      "      block-size=auto (df extension, round_robin all_at_once: block size, balance-iters\n"

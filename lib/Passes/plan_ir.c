@@ -104,8 +104,6 @@ df_status df_plan_to_ir(MlirOperation module, const df_plan *p) {
   put(&b, "task_extents", df_i64_array(b.ctx, p->extents, p->extent_count));
   if (p->pool)
     put_u(&b, "pool", 1);
-  if (p->pool_join)
-    put_u(&b, "pool_join", 1);
   emit(module, "df.plan", &b);
   for (uint32_t sm = 0; sm < p->topology.sm_count; sm++) {
     put_u(&b, "sm", sm);
@@ -478,7 +476,6 @@ df_status df_plan_from_ir(MlirOperation module, df_plan **out) {
       p->split_model_us = get_u(&r, "split_model_ns", 0, false) / 1000.0;
     }
     p->pool = get_u(&r, "pool", 0, false) != 0;
-    p->pool_join = get_u(&r, "pool_join", 0, false) != 0;
     get_s(&r, "policy", text, sizeof text, false);
     if (!strcmp(text, "stage_graph"))
       p->policy = DF_POLICY_STAGE_GRAPH;

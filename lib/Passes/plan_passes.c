@@ -142,7 +142,6 @@ static df_status set_schedule_option(void *opts, const char *key, const char *va
   if (!strcmp(key, "reduce-spread")) return df_option_bool(key, value, &o->reduce_spread);
   if (!strcmp(key, "reduce-sms")) return df_option_u32(key, value, &o->reduce_sms);
   if (!strcmp(key, "pool")) return df_option_bool(key, value, &o->pool);
-  if (!strcmp(key, "pool-join")) return df_option_bool(key, value, &o->pool_join);
   if (!strcmp(key, "skip-unary-reduce"))
     return df_option_bool(key, value, &o->skip_unary_reduce);
   if (!strcmp(key, "even-split-taper"))

@@ -30,10 +30,10 @@ static df_status check_queues(const df_packed *k) {
   return df_status_ok();
 }
 
-/* The pool's control records (OP_POOL, OP_JOIN) and its EXIT pads come
-   from no plan instruction. */
+/* OP_POOL records and the pool's EXIT pads come from no plan
+   instruction. */
 static bool planless(const df_abi_instr *in) {
-  return df_abi_op_is_pool_control(in->opcode) || in->opcode == DF_ABI_OP_EXIT;
+  return in->opcode == DF_ABI_OP_POOL || in->opcode == DF_ABI_OP_EXIT;
 }
 
 /* Each packed instruction comes from a distinct plan instruction; plan
@@ -68,9 +68,9 @@ static df_status check_pack_order(const df_packed *k) {
 static df_status check_instr(const df_packed *k, uint32_t i) {
   const df_abi_instr *in = &k->instrs[i];
   const char *op = df_blob_abi_opcode_name(in->opcode);
-  if (in->opcode > DF_ABI_OP_JOIN)
-    return fail("instr %u: opcode %u out of range (0..6)", i, in->opcode);
-  if (df_abi_op_is_pool_control(in->opcode))
+  if (in->opcode > DF_ABI_OP_POOL)
+    return fail("instr %u: opcode %u out of range (0..5)", i, in->opcode);
+  if (in->opcode == DF_ABI_OP_POOL)
     return df_status_ok(); /* checked by df_packed_pool_find (check_queues) */
   bool handlerless = in->opcode == DF_ABI_OP_EXIT || in->opcode == DF_ABI_OP_CLUSTER_SYNC;
   if (handlerless && in->handler_id != S)

@@ -78,9 +78,8 @@ const char *df_blob_section_name(uint32_t id) {
 }
 
 const char *df_blob_abi_opcode_name(uint32_t op) {
-  static const char *const n[] = {"exit",         "iter", "reduce", "finalize",
-                                  "cluster_sync", "pool", "join"};
-  return op < sizeof n / sizeof n[0] ? n[op] : "invalid";
+  static const char *const n[] = {"exit", "iter", "reduce", "finalize", "cluster_sync", "pool"};
+  return op < 6 ? n[op] : "invalid";
 }
 
 const char *df_blob_iter_mode_name(uint32_t m) {

@@ -120,7 +120,7 @@ static df_status build(const df_packed *k, const df_cost_params *prm, const df_a
   for (uint32_t i = 0; i < n; i++) {
     const df_abi_instr *in = &k->instrs[i];
     g->cycles[i] = 0;
-    if (in->opcode == DF_ABI_OP_EXIT || df_abi_op_is_pool_control(in->opcode))
+    if (in->opcode == DF_ABI_OP_EXIT || in->opcode == DF_ABI_OP_POOL)
       continue;
     uint32_t first = in->arg_offset / sizeof(df_abi_args);
     uint32_t parts = k->args[first].reserved1 ? k->args[first].reserved1 : 1;

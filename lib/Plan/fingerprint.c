@@ -183,8 +183,6 @@ df_status df_plan_fingerprint(const df_plan *p, char hex[65]) {
   }
   if (p->pool) /* plans without a pool hash as before */
     tag(&e, 'P');
-  if (p->pool_join) /* nor those without joins */
-    tag(&e, 'J');
   flush(&e);
   uint8_t digest[32];
   df_sha256_final(&e.sha, digest);

@@ -27,7 +27,7 @@ static df_status check_queues(const df_packed *k, df_pool_desc *pool) {
 
 static df_status check_instr(const df_packed *k, uint32_t i) {
   const df_abi_instr *r = &k->instrs[i];
-  if (df_abi_op_is_pool_control(r->opcode))
+  if (r->opcode == DF_ABI_OP_POOL)
     return df_status_ok(); /* df_packed_pool_find */
   if ((uint64_t)r->comm_offset + r->comm_count > k->comm_count)
     return df_status_errorf(DF_EINVAL,
@@ -92,7 +92,7 @@ static df_status check_comm_blocks(const df_packed *k) {
   df_status st = df_status_ok();
   for (uint32_t i = 0; i < k->instr_count && !df_failed(&st); i++) {
     const df_abi_instr *r = &k->instrs[i];
-    if (df_abi_op_is_pool_control(r->opcode))
+    if (r->opcode == DF_ABI_OP_POOL)
       continue;
     for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count; j++) {
       if (owner[j] != DF_SENTINEL) {
@@ -213,8 +213,8 @@ static df_status build(const df_packed *k, const df_allocator *al, df_launch_pac
     if (c->kind == DF_COMM_HBM_SEND || c->kind == DF_COMM_HBM_RECV)
       l->needs_flag_reset = true;
   }
-  if (pool.present) { /* the claim and join counters: flags, reset with the others */
-    flags = max_plus_one(flags, pool.counter + pool.joined);
+  if (pool.present) { /* the claim counter: a flag, reset with the others */
+    flags = max_plus_one(flags, pool.counter);
     l->needs_flag_reset = true;
   }
   uint64_t bytes = (uint64_t)l->barrier_count * DF_BARRIER_BYTES;

@@ -280,11 +280,8 @@ static df_status pack_all(df_pack_ctx *c) {
   DF_TRY(df_pack_comms(c));
   DF_TRY(df_pack_records(c));
   DF_TRY(df_pack_source_lifetimes(c));
-  if (p->pool_join && !p->pool)
-    return df_status_errorf(DF_EINVAL, "pack: the plan has pool_join without pool; joins are "
-                                       "how a pool runs its receiving items");
   if (p->pool)
-    DF_TRY(df_pack_pool(c, p->pool_join));
+    DF_TRY(df_pack_pool(c));
   DF_TRY(df_launch_package_build(k, &k->launch));
   /* Run-time re-plans skip the hash; compiled artefacts carry it. */
   if (c->o && c->o->skip_fingerprint) {

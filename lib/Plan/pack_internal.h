@@ -40,9 +40,8 @@ df_status df_pack_source_lifetimes(df_pack_ctx *c);
 
 /* The instruction pool of a pool plan (docs/pool.md): moves the items
    out of the queues and starts each queue with OP_POOL; after the
-   records, before the launch package. `join`: the receiving items are
-   run by their last producer's CTA (OP_JOIN, docs/pool.md "Joins"). */
-df_status df_pack_pool(df_pack_ctx *c, bool join);
+   records, before the launch package. */
+df_status df_pack_pool(df_pack_ctx *c);
 
 /* A pool's items for df_pool_order: their modelled costs (us) and the
    items each one reads from (CSR: producers of item g are

@@ -8,12 +8,7 @@
    for items claimed before it, which run on other CTAs or are done. The
    plan's placement stays the nominal one: it decided the slots, flags and
    barriers, which the rules below make independent of the CTA that runs
-   an item.
-
-   With joins (pool_join, docs/pool.md "Joins") the items that receive
-   leave the claim order: each producer item ends with an OP_JOIN record
-   naming its consumer, and the CTA whose OP_JOIN completes the consumer's
-   count runs it next. */
+   an item. */
 #include <string.h>
 
 #include "df/split.h"
@@ -29,9 +24,6 @@ typedef struct pool_state {
   uint32_t *first;         /* per group: its first instruction (packed index) */
   uint32_t *size;          /* per group: instructions */
   uint32_t groups, stride, pooled;
-  /* joins: per group its consumer group (or S) and producer count */
-  uint32_t *target, *producers;
-  uint32_t joined; /* groups that receive */
 } pool_state;
 
 static const df_abi_args *args_of(const df_packed *k, const df_abi_instr *r) {
@@ -232,40 +224,7 @@ static double member_cost(const df_packed *k, uint32_t pi, const df_split_cost *
   return c;
 }
 
-/* Joins: each group's one receiving consumer (an error when two), and
-   each receiving group's distinct producers. */
-static df_status join_targets(pool_state *s, const uint32_t *off, const uint32_t *prods) {
-  const df_packed *k = s->k;
-  s->target = df_arena_sentinels(s->a, s->groups);
-  s->producers = df_arena_array(s->a, s->groups, sizeof(uint32_t));
-  if (!s->target || !s->producers)
-    return DF_ARENA_OOM("the pool's joins");
-  for (uint32_t g = 0; g < s->groups; g++) {
-    s->producers[g] = 0;
-    s->joined += receives(k, &k->instrs[s->first[g]]);
-  }
-  for (uint32_t g = 0; g < s->groups; g++)
-    for (uint32_t j = off[g]; j < off[g + 1]; j++) {
-      uint32_t p = prods[j];
-      if (s->target[p] == g)
-        continue; /* a second input from the same producer */
-      if (s->target[p] != S)
-        return df_status_errorf(DF_EINVAL,
-                                "pool join: the item starting at instruction %u (plan %u) "
-                                "feeds the items starting at instructions %u and %u; a "
-                                "joined pool needs one consumer per item",
-                                s->first[p], k->pack_order[s->first[p]], s->first[s->target[p]],
-                                s->first[g]);
-      s->target[p] = g;
-      s->producers[g]++;
-    }
-  for (uint32_t g = 0; g < s->groups; g++)
-    if (s->target[g] != S && s->size[g] + 1 > s->stride)
-      s->stride = s->size[g] + 1; /* its OP_JOIN */
-  return df_status_ok();
-}
-
-static df_status claim_order(pool_state *s, uint32_t *order, bool join) {
+static df_status claim_order(pool_state *s, uint32_t *order) {
   const df_packed *k = s->k;
   const df_split_cost m = df_split_search_default().cost;
   double *cost = df_arena_array(s->a, s->groups, sizeof(double));
@@ -297,24 +256,8 @@ static df_status claim_order(pool_state *s, uint32_t *order, bool join) {
     }
   }
   off[s->groups] = np;
-  if (join)
-    DF_TRY(join_targets(s, off, prods));
   df_pool_items it = {s->groups, k->topology.sm_count, cost, off, prods, m.hbm_edge_us};
-  DF_TRY(df_pool_order(&it, s->a, order));
-  if (!join)
-    return df_status_ok();
-  /* the claimed items in their order, then the joined ones in theirs
-     (topological: a join names a later item) */
-  uint32_t *tmp = df_arena_array(s->a, s->groups, sizeof(uint32_t));
-  if (!tmp)
-    return DF_ARENA_OOM("the pool's order");
-  uint32_t n = 0;
-  for (int pass = 0; pass < 2; pass++)
-    for (uint32_t i = 0; i < s->groups; i++)
-      if (receives(k, &k->instrs[s->first[order[i]]]) == (pass == 1))
-        tmp[n++] = order[i];
-  memcpy(order, tmp, sizeof(uint32_t) * s->groups);
-  return df_status_ok();
+  return df_pool_order(&it, s->a, order);
 }
 
 static df_status rebuild(pool_state *s, uint32_t *order) {
@@ -331,20 +274,12 @@ static df_status rebuild(pool_state *s, uint32_t *order) {
     df_free(&k->alloc, po);
     return df_status_errorf(DF_ENOMEM, "out of memory building the instruction pool");
   }
-  uint32_t at = 0, counter = df_packed_data_flags(k), claimed = s->groups - s->joined;
+  uint32_t at = 0, counter = df_packed_data_flags(k);
   uint32_t pool_first = (uint32_t)(count - (uint64_t)s->groups * s->stride);
-  uint32_t *index = df_arena_array(s->a, s->groups, sizeof(uint32_t)); /* group -> item */
-  if (!index) {
-    df_free(&k->alloc, in);
-    df_free(&k->alloc, po);
-    return DF_ARENA_OOM("the pool's items");
-  }
-  for (uint32_t i = 0; i < s->groups; i++)
-    index[order[i]] = i;
   for (uint32_t q = 0; q < sms; q++) {
     uint32_t q0 = k->queue_offsets[q], q1 = q0 + k->queue_lengths[q];
     k->queue_offsets[q] = at;
-    in[at] = (df_abi_instr){DF_ABI_OP_POOL, S, s->stride, S, pool_first, 0, counter, claimed};
+    in[at] = (df_abi_instr){DF_ABI_OP_POOL, S, s->stride, S, pool_first, 0, counter, s->groups};
     po[at++] = S;
     for (uint32_t pi = q0; pi < q1; pi++) {
       if (s->group_of[pi] != S)
@@ -360,11 +295,6 @@ static df_status rebuild(pool_state *s, uint32_t *order) {
       if (m < s->size[g]) {
         in[at] = k->instrs[pi];
         po[at++] = k->pack_order[pi];
-      } else if (m == s->size[g] && s->target && s->target[g] != S) {
-        uint32_t t = index[s->target[g]];
-        in[at] = (df_abi_instr){DF_ABI_OP_JOIN, S, S, S, t, 0, counter + 1 + (t - claimed),
-                                s->producers[s->target[g]]};
-        po[at++] = S;
       } else {
         in[at] = (df_abi_instr){DF_ABI_OP_EXIT, S, S, S, 0, 0, S, 0};
         po[at++] = S;
@@ -391,7 +321,7 @@ static df_status check_no_cluster(const df_packed *k) {
   return df_status_ok();
 }
 
-df_status df_pack_pool(df_pack_ctx *c, bool join) {
+df_status df_pack_pool(df_pack_ctx *c) {
   pool_state s = {.k = c->k, .a = c->a};
   uint64_t queued = 0;
   for (uint32_t q = 0; q < c->k->topology.sm_count; q++)
@@ -408,6 +338,6 @@ df_status df_pack_pool(df_pack_ctx *c, bool join) {
   uint32_t *order = df_arena_array(c->a, s.groups, sizeof(uint32_t));
   if (!order)
     return DF_ARENA_OOM("the instruction pool's order");
-  DF_TRY(claim_order(&s, order, join));
+  DF_TRY(claim_order(&s, order));
   return rebuild(&s, order);
 }

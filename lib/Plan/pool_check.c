@@ -12,32 +12,6 @@ bool df_pool_receive_ok(const df_packed *k, const df_abi_comm *c) {
          c->barrier_index == S && dst->barrier_index == S;
 }
 
-/* An OP_JOIN ends its item and names a later, joined item through that
-   item's counter (df/abi.h). */
-static df_status check_join(const df_packed *k, const df_pool_desc *d, uint32_t pi) {
-  const df_abi_instr *r = &k->instrs[pi];
-  uint32_t m = (pi - d->first) % d->stride, item = (pi - d->first) / d->stride;
-  bool last = m + 1 == d->stride || k->instrs[pi + 1].opcode == DF_ABI_OP_EXIT;
-  if (m == 0 || !last)
-    return fail("pool instruction %u: OP_JOIN at position %u of item %u; it must follow the "
-                "item's handler instructions and end it",
-                pi, m, item);
-  if (r->handler_id != S || r->arg_offset != S || r->task_id != S || r->comm_count != 0)
-    return fail("pool instruction %u: OP_JOIN needs handler_id, arg_offset and task_id S and "
-                "no comms (item %u)",
-                pi, item);
-  uint32_t t = r->comm_offset;
-  if (t <= item || t < d->items || t - d->items >= d->joined)
-    return fail("pool instruction %u: OP_JOIN of item %u names item %u; it must name a later "
-                "joined item, %u to %u",
-                pi, item, t, d->items, d->items + d->joined - 1);
-  if (r->slot_id != d->counter + 1 + (t - d->items) || r->flags == 0)
-    return fail("pool instruction %u: OP_JOIN to item %u counts %u producers on flag %u; the "
-                "item's counter is flag %u and at least one producer joins it",
-                pi, t, r->flags, r->slot_id, d->counter + 1 + (t - d->items));
-  return df_status_ok();
-}
-
 static df_status check_record(const df_packed *k, const df_pool_desc *d, uint32_t pi) {
   const df_abi_instr *r = &k->instrs[pi];
   uint32_t m = (pi - d->first) % d->stride, item = (pi - d->first) / d->stride;
@@ -49,8 +23,6 @@ static df_status check_record(const df_packed *k, const df_pool_desc *d, uint32_
                 item);
   if (r->opcode == DF_ABI_OP_EXIT)
     return df_status_ok();
-  if (r->opcode == DF_ABI_OP_JOIN)
-    return check_join(k, d, pi);
   if (r->opcode != DF_ABI_OP_ITER && r->opcode != DF_ABI_OP_REDUCE &&
       r->opcode != DF_ABI_OP_FINALIZE)
     return fail("pool instruction %u: opcode %u is not a handler instruction (item %u)", pi,
@@ -68,80 +40,8 @@ static df_status check_record(const df_packed *k, const df_pool_desc *d, uint32_
       return fail("pool instruction %u: comm %u (kind %u) must be an HBM receive of a "
                   "direct-global slot without a barrier (item %u)",
                   pi, j, c->kind, item);
-    if (d->joined && item < d->items)
-      return fail("pool instruction %u: claimed item %u receives (comm %u); in a pool with "
-                  "joins only joined items receive",
-                  pi, item, j);
   }
   return df_status_ok();
-}
-
-static uint32_t send_flag(const df_packed *k, const df_abi_comm *c) {
-  return c->flag_index != S                 ? c->flag_index
-         : c->dst_slot_id < k->slot_count ? k->slots[c->dst_slot_id].flag_index
-                                            : S;
-}
-
-/* Every joined item is joined by as many OP_JOINs as each of them counts,
-   and every flag it waits for is released by one of those producers: it
-   runs once, after all of its inputs were sent. */
-static df_status check_joins(const df_packed *k, const df_pool_desc *d) {
-  uint32_t total = d->items + d->joined, flags = d->counter;
-  uint32_t *target = df_alloc(&k->alloc, sizeof *target * total);
-  uint32_t *count = df_alloc(&k->alloc, sizeof *count * total);
-  uint32_t *writer = df_alloc(&k->alloc, sizeof *writer * (flags ? flags : 1));
-  df_status st = df_status_ok();
-  if (!target || !count || !writer) {
-    st = df_status_errorf(DF_ENOMEM, "out of memory checking the pool's joins");
-    goto done;
-  }
-  for (uint32_t i = 0; i < total; i++)
-    target[i] = S, count[i] = 0;
-  for (uint32_t f = 0; f < flags; f++)
-    writer[f] = S;
-  for (uint32_t pi = d->first; pi < k->instr_count; pi++) {
-    const df_abi_instr *r = &k->instrs[pi];
-    uint32_t item = (pi - d->first) / d->stride;
-    if (r->opcode == DF_ABI_OP_JOIN) {
-      target[item] = r->comm_offset;
-      count[r->comm_offset]++;
-    }
-    if (r->opcode == DF_ABI_OP_EXIT || r->opcode == DF_ABI_OP_JOIN)
-      continue;
-    for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count; j++) {
-      uint32_t f = k->comms[j].kind == DF_COMM_HBM_SEND ? send_flag(k, &k->comms[j]) : S;
-      if (f < flags)
-        writer[f] = item;
-    }
-  }
-  for (uint32_t pi = d->first; pi < k->instr_count && !df_failed(&st); pi++) {
-    const df_abi_instr *r = &k->instrs[pi];
-    uint32_t item = (pi - d->first) / d->stride;
-    if (r->opcode == DF_ABI_OP_JOIN && count[r->comm_offset] != r->flags)
-      st = fail("pool instruction %u: OP_JOIN to item %u counts %u producers; %u items join it",
-                pi, r->comm_offset, r->flags, count[r->comm_offset]);
-    if (r->opcode == DF_ABI_OP_EXIT || r->opcode == DF_ABI_OP_JOIN)
-      continue;
-    if ((pi - d->first) % d->stride == 0 && item >= d->items && count[item] == 0)
-      st = fail("pool item %u (instruction %u) is joined by no OP_JOIN; it would never run",
-                item, pi);
-    for (uint32_t j = r->comm_offset; j < r->comm_offset + r->comm_count && !df_failed(&st);
-         j++) {
-      const df_abi_comm *c = &k->comms[j];
-      if (c->kind != DF_COMM_HBM_RECV)
-        continue;
-      uint32_t f = send_flag(k, c), w = f < flags ? writer[f] : S;
-      if (w == S || target[w] != item)
-        st = fail("pool instruction %u (item %u) waits for flag %u, released by %s%u, which "
-                  "does not join it",
-                  pi, item, f, w == S ? "no pool item" : "item ", w == S ? 0 : w);
-    }
-  }
-done:
-  df_free(&k->alloc, target);
-  df_free(&k->alloc, count);
-  df_free(&k->alloc, writer);
-  return st;
 }
 
 static df_status check_region(const df_packed *k, const df_pool_desc *d) {
@@ -154,20 +54,13 @@ static df_status check_region(const df_packed *k, const df_pool_desc *d) {
   }
   for (uint32_t pi = d->first; pi < k->instr_count; pi++)
     DF_TRY(check_record(k, d, pi));
-  return d->joined ? check_joins(k, d) : df_status_ok();
+  return df_status_ok();
 }
 
 bool df_packed_has_pool(const df_packed *k) {
   return k && k->instr_count && k->topology.sm_count && k->queue_lengths[0] &&
          k->queue_offsets[0] < k->instr_count &&
          k->instrs[k->queue_offsets[0]].opcode == DF_ABI_OP_POOL;
-}
-
-bool df_packed_has_pool_join(const df_packed *k) {
-  if (!df_packed_has_pool(k))
-    return false;
-  const df_abi_instr *r = &k->instrs[k->queue_offsets[0]];
-  return r->task_id && (uint64_t)r->comm_offset + (uint64_t)r->flags * r->task_id < k->instr_count;
 }
 
 /* The counter is a flag of its own, right after the data flags: a claim
@@ -193,7 +86,7 @@ static df_status check_counter(const df_packed *k, const df_pool_desc *d) {
 }
 
 df_status df_packed_pool_find(const df_packed *k, df_pool_desc *out) {
-  *out = (df_pool_desc){false, 0, 0, 0, 0, 0};
+  *out = (df_pool_desc){false, 0, 0, 0, 0};
   uint32_t sms = k->topology.sm_count, with = 0;
   uint64_t queue_end = 0;
   for (uint32_t q = 0; q < sms; q++)
@@ -203,9 +96,6 @@ df_status df_packed_pool_find(const df_packed *k, df_pool_desc *out) {
     uint32_t q0 = k->queue_offsets[q], q1 = q0 + k->queue_lengths[q];
     for (uint32_t pi = q0; pi < q1; pi++) {
       const df_abi_instr *r = &k->instrs[pi];
-      if (r->opcode == DF_ABI_OP_JOIN)
-        return fail("instruction %u: OP_JOIN in queue %u; joins only end the items of a pool",
-                    pi, q);
       if (r->opcode != DF_ABI_OP_POOL)
         continue;
       if (pi != q0)
@@ -232,15 +122,11 @@ df_status df_packed_pool_find(const df_packed *k, df_pool_desc *out) {
     return fail("%u of %u queues start with OP_POOL; all or none must", with, sms);
   const df_abi_instr *r = first;
   uint64_t end = (uint64_t)r->comm_offset + (uint64_t)r->flags * r->task_id;
-  /* the joined items (OP_JOIN) follow the claimed ones */
-  if (r->task_id == 0 || r->flags == 0 || r->comm_offset != queue_end || end > k->instr_count ||
-      (k->instr_count - end) % r->task_id)
+  if (r->task_id == 0 || r->flags == 0 || r->comm_offset != queue_end || end != k->instr_count)
     return fail("OP_POOL region [%u, +%u items) must start where the queues end (%llu) and "
-                "fill the rest of the instructions with whole items (joined ones after), "
-                "with items of at least one",
+                "fill the rest of the instructions, with items of at least one",
                 r->comm_offset, r->flags, (unsigned long long)queue_end);
-  df_pool_desc d = {true, r->comm_offset, r->flags, r->task_id, r->slot_id,
-                    (uint32_t)((k->instr_count - end) / r->task_id)};
+  df_pool_desc d = {true, r->comm_offset, r->flags, r->task_id, r->slot_id};
   DF_TRY(check_counter(k, &d));
   DF_TRY(check_region(k, &d));
   *out = d;

@@ -651,9 +651,6 @@ static df_status check_policy(const df_sched *s) {
   }
   if (o->pool)
     DF_TRY(fixed_round_robin(o, "pool", true));
-  if (o->pool_join && !o->pool)
-    return df_status_errorf(DF_EINVAL, "Dataflow schedule option pool_join needs pool: joins "
-                                       "are how a pool runs its receiving items");
   if (o->reduce_sms) {
     DF_TRY(fixed_round_robin(o, "reduce_sms", false));
     if (o->reduce_sms >= s->topo.sm_count)
@@ -795,7 +792,6 @@ static df_status run(df_sched *s) {
     p->policy = o->policy;
     p->strategy = o->strategy;
     p->pool = o->pool;
-    p->pool_join = o->pool_join;
     DF_TRY(df_name_copy(p->range_axis, sizeof p->range_axis, s->range->axis, "range axis"));
     DF_TRY(df_plan_set_tasks(p, s->range->count, s->range->lengths));
     if (o->strategy == DF_REDUCE_ALL_AT_ONCE || o->partial_only || s->reduce < 0)

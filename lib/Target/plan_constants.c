@@ -26,8 +26,6 @@ uint32_t df_packed_features(const df_packed *k) {
                                    k->topology.cluster_size);
   if (df_packed_has_pool(k))
     f |= DF_FEATURE_POOL;
-  if (df_packed_has_pool_join(k))
-    f |= DF_FEATURE_POOL_JOIN;
   return f;
 }
 
@@ -43,7 +41,7 @@ void df_features_name(uint32_t f, char *buf, size_t cap) {
   static const char *const names[] = {"cluster", "cluster_send", "cluster_recv",
                                       "release", "gated",        "hbm",
                                       "hbm_bulk", "direct_global", "scratch",
-                                      "source_test", "pool",         "pool_join"};
+                                      "source_test", "pool"};
   size_t n = 0;
   buf[0] = '\0';
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)

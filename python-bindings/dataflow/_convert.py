@@ -146,7 +146,6 @@ def plan_from_c(ptr: int, program, topology: GPUTopology) -> InstructionPlan:
         comms=tuple(comms),
         program=program,
         pool=bool(p.pool),
-        pool_join=bool(p.pool_join),
     )
 
 
@@ -246,7 +245,6 @@ def plan_to_c(plan) -> CPlan:
                                            ctypes.byref(ctypes.c_int())))
     p.policy, p.strategy = policy, strategy
     p.pool = bool(plan.pool)
-    p.pool_join = bool(plan.pool_join)
     extents = plan.task_extents or ()
     if len(extents) > C.MAX_AXES:
         raise DataflowValueError(f"task_extents has {len(extents)} entries, at most {C.MAX_AXES}")

@@ -148,8 +148,7 @@ class df_plan(Structure):
                 ("queue_id_cap", u32), ("queue_ids", POINTER(u32)), ("impl_count", u32),
                 ("impl_names", POINTER(df_plan_impl_name)), ("split_auto", c_bool),
                 ("split_balance_iters", c_bool), ("split_defer_reduces", c_bool),
-                ("split_model_us", ctypes.c_double), ("pool", c_bool),
-                ("pool_join", c_bool)]
+                ("split_model_us", ctypes.c_double), ("pool", c_bool)]
 
 
 # ---- impl.h -----------------------------------------------------------------------------
@@ -195,7 +194,7 @@ class df_schedule_options(Structure):
                 ("even_split_task_cost", u32), ("reduce_fan_in", u32),
                 ("auto_split", c_bool), ("split", df_split_search), ("reduce_spread", c_bool),
                 ("skip_unary_reduce", c_bool), ("reduce_sms", u32),
-                ("pool", c_bool), ("pool_join", c_bool), ("even_split_taper", u32), ("even_split_taper_min", u32)]
+                ("pool", c_bool), ("even_split_taper", u32), ("even_split_taper_min", u32)]
 
 
 class df_barrier_alloc(Structure):

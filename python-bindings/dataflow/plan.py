@@ -215,9 +215,6 @@ class InstructionPlan:
     # df-schedule pool: df_pack moves the ITERs to the pool every CTA
     # claims from (docs/pool.md)
     pool: bool = False
-    # df-schedule pool-join: the pool's receiving items run where their
-    # last producer ends (docs/pool.md "Joins")
-    pool_join: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "instructions", tuple(self.instructions))

@@ -108,7 +108,6 @@ def schedule_options(
     skip_unary_reduce: bool = False,
     reduce_sms: int = 0,
     pool: bool = False,
-    pool_join: bool = False,
     even_split_taper: int = 0,
     even_split_taper_min: int = 0,
 ) -> tuple:
@@ -190,7 +189,6 @@ def schedule_options(
     o.skip_unary_reduce = bool(skip_unary_reduce)
     o.reduce_sms = _uint(reduce_sms, "reduce_sms")
     o.pool = bool(pool)
-    o.pool_join = bool(pool_join)
     o.even_split_taper = _uint(even_split_taper, "even_split_taper")
     o.even_split_taper_min = _uint(even_split_taper_min, "even_split_taper_min")
     check(lib.df_iter_buckets_parse(_option_text(iter_range_buckets, "iter_range_buckets"),

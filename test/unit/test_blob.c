@@ -515,8 +515,7 @@ static void record_indices_are_checked(void **state) {
     uint32_t rec, field, value;
     const char *frag;
   } cases[] = {
-      {DF_BLOB_SEC_INSTRUCTIONS, I, 0, 0, 7, "instr 0: opcode 7 out of range (0..6)"},
-      {DF_BLOB_SEC_INSTRUCTIONS, I, 0, 0, 6, "OP_JOIN in queue 0; joins only end the items"},
+      {DF_BLOB_SEC_INSTRUCTIONS, I, 0, 0, 6, "instr 0: opcode 6 out of range (0..5)"},
       {DF_BLOB_SEC_INSTRUCTIONS, I, 1, 1, 0, "instr 1: handler_id 0 must be S for opcode exit"},
       {DF_BLOB_SEC_INSTRUCTIONS, I, 2, 1, 3, "instr 2: handler_id 3 out of range (3 handlers)"},
       {DF_BLOB_SEC_INSTRUCTIONS, I, 1, 3, 0, "instr 1: arg_offset 0 must be S for opcode exit"},

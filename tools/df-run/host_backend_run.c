@@ -46,7 +46,6 @@ static df_status load_plan(host_run *r) {
   run_replan_options(r->o, &so);
   so.topology = r->k->topology;
   so.pool = df_packed_has_pool(r->k); /* as df_rt_plan_replan */
-  so.pool_join = df_packed_has_pool_join(r->k);
   df_pack_options po;
   run_replan_pack_options(r->o, &po);
   df_plan *plan;

@@ -138,8 +138,6 @@ df_status df_rt_plan_replan(const df_rt_plan *base, const df_schedule_options *s
      forced HBM): the re-plan pools too */
   if (df_packed_has_pool(base->packed))
     o.pool = true;
-  if (df_packed_has_pool_join(base->packed)) /* and joins: its kernel has the path */
-    o.pool_join = true;
   df_status s = plan_program(base->rt, base->program, &o, po, true, out);
   return df_status_wrap(s, "plan: re-planning");
 }

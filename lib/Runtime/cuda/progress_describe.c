@@ -15,7 +15,7 @@ const char *df_rt_phase_name(uint32_t phase) {
 
 static const char *opcode_name(uint32_t op) {
   static const char *const names[] = {"exit",     "iter",         "reduce",
-                                      "finalize", "cluster_sync", "pool", "join"};
+                                      "finalize", "cluster_sync", "pool"};
   return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }
 

@@ -130,22 +130,9 @@ typedef struct df_pool {
   uint32_t first, items, stride;
   uint32_t item, member; /* the running item and its next instruction */
   uint32_t early;        /* leader: the next claim, made early; S = none */
-  bool joined;           /* `item` is a joined item to run next, not claimed */
 } df_pool;
 
 static __attribute__((address_space(3))) uint32_t pool_claimed;
-static __attribute__((address_space(3))) uint32_t pool_join_last;
-
-/* An OP_JOIN (docs/pool.md "Joins"): the item's sends are out; count this
-   producer in. The last one runs the joined item, whose receives then
-   find every flag set (each producer released its flags before its
-   count), so no CTA ever waits for a joined item's inputs. */
-DF_RT bool pool_join(const df_rt *rt, uint32_t *counter, uint32_t producers) {
-  if (df_rt_leader(rt))
-    pool_join_last = df_ptx_atom_add_relaxed_gpu(counter, 1) + 1 == producers;
-  df_ptx_bar_sync();
-  return pool_join_last;
-}
 
 DF_RT uint32_t pool_claim(const df_rt *rt, df_pool *p) {
   if (df_rt_leader(rt)) {
@@ -288,7 +275,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
   ctx.threads = rt.threads;
   workspace_place(&ctx);
 
-  df_pool pool = {(uint32_t *)0, 0, 0, 0, 0, 0, DF_SENTINEL, false};
+  df_pool pool = {(uint32_t *)0, 0, 0, 0, 0, 0, DF_SENTINEL};
 #ifdef DF_RT_TRACE
   uint32_t traced_pool = 0;
 #endif
@@ -301,7 +288,7 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
     uint32_t op, handler_id, arg_offset, comm_offset, n;
     uint32_t mark_pc = pc; /* the watchdog's pc word (df/progress.h) */
     if (DF_HAS(DF_FEATURE_POOL) && __builtin_expect(pool.counter != (uint32_t *)0, 0)) {
-      if (pool.member == 0 && !pool.joined) {
+      if (pool.member == 0) {
         pool.item = pool_claim(&rt, &pool);
         if (pool.item >= pool.items) { /* empty: on with the queue */
           pool.counter = (uint32_t *)0;
@@ -309,19 +296,11 @@ DF_RT void kernel_body(DF_KERNEL_PARAMS, const bool watched) {
           continue;
         }
       }
-      pool.joined = false;
       const df_abi_instr *r = instructions + pool.first + pool.item * pool.stride + pool.member;
       pool.member = pool.member + 1 == pool.stride ? 0 : pool.member + 1;
       /* the item ends here when its next slot is padding */
       if (pool.member && r[1].opcode == DF_ABI_OP_EXIT)
         pool.member = 0;
-      if (DF_HAS(DF_FEATURE_POOL_JOIN) && r->opcode == DF_ABI_OP_JOIN) { /* ends its item */
-        if (pool_join(&rt, flags + r->slot_id, r->flags)) {
-          pool.item = r->comm_offset;
-          pool.joined = true;
-        }
-        continue;
-      }
       op = r->opcode;
       handler_id = r->handler_id;
       arg_offset = r->arg_offset;

@@ -30,7 +30,6 @@ const char *hb_opcode_name(uint32_t opcode) {
   case DF_ABI_OP_FINALIZE: return "finalize";
   case DF_ABI_OP_CLUSTER_SYNC: return "cluster_sync";
   case DF_ABI_OP_POOL: return "pool";
-  case DF_ABI_OP_JOIN: return "join";
   }
   return "unknown";
 }

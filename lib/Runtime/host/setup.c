@@ -68,7 +68,7 @@ df_status hb_setup_maps(hb_run *r) {
       r->slot_produced[k->comms[j].dst_slot_id] = 1;
   }
   for (uint32_t i = 0; i < ni; i++) {
-    if (k->instrs[i].opcode == DF_ABI_OP_EXIT || df_abi_op_is_pool_control(k->instrs[i].opcode))
+    if (k->instrs[i].opcode == DF_ABI_OP_EXIT || k->instrs[i].opcode == DF_ABI_OP_POOL)
       continue;
     for (uint32_t part = 0; part < hb_parts(k, i); part++) {
       uint32_t out = hb_part_args(k, i, part)->output_slot;

@@ -77,33 +77,11 @@ static df_status comm_phase(hb_run *r, hb_cta *c, hb_phase next, hb_step_result 
 /* The next instruction of a claimed pool item, else the next item the
    shared counter hands out (one claim per step; how CTAs interleave is
    the scheduler's quantum and order); false once the pool is empty. */
-static void pool_start(hb_run *r, hb_cta *c, uint32_t item) {
-  c->cur = r->pool.first + item * r->pool.stride;
-  c->item_left = r->pool.stride - 1;
-  for (uint32_t i = c->cur; i < c->cur + r->pool.stride; i++) {
-    r->instr_cta[i] = c->id;
-    r->instr_pos[i] = c->pc;
-  }
-}
-
-/* An OP_JOIN ends the item: count it on the joined item's counter (a
-   flag, as on the device); the last producer runs that item next. */
-static bool pool_join(hb_run *r, hb_cta *c, const df_abi_instr *j) {
-  c->item_left = 0;
-  if (!r->flags || ++r->flags[j->slot_id] != j->flags)
-    return false;
-  pool_start(r, c, j->comm_offset);
-  return true;
-}
-
 static bool pool_next(hb_run *r, hb_cta *c) {
   const df_packed *k = r->k;
   if (c->item_left) {
     c->item_left--;
-    const df_abi_instr *in = &k->instrs[++c->cur];
-    if (in->opcode == DF_ABI_OP_JOIN && pool_join(r, c, in))
-      return true;
-    if (in->opcode != DF_ABI_OP_EXIT && in->opcode != DF_ABI_OP_JOIN)
+    if (k->instrs[++c->cur].opcode != DF_ABI_OP_EXIT)
       return true;
     c->item_left = 0;
   }
@@ -111,7 +89,12 @@ static bool pool_next(hb_run *r, hb_cta *c) {
     r->flags[r->pool.counter]++;
   if (r->pool_next >= r->pool.items)
     return false;
-  pool_start(r, c, r->pool_next++);
+  c->cur = r->pool.first + r->pool_next++ * r->pool.stride;
+  c->item_left = r->pool.stride - 1;
+  for (uint32_t i = c->cur; i < c->cur + r->pool.stride; i++) {
+    r->instr_cta[i] = c->id;
+    r->instr_pos[i] = c->pc;
+  }
   return true;
 }
 

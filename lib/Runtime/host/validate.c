@@ -45,10 +45,10 @@ static df_status check_instr(hb_run *r, uint32_t i) {
   const df_abi_instr *in = &k->instrs[i];
   char at[256];
   hb_describe_instr(r, i, at, sizeof at);
-  if (in->opcode > DF_ABI_OP_JOIN)
+  if (in->opcode > DF_ABI_OP_POOL)
     return hb_fail(r, DF_HOST_DIAG_INVALID_PLAN, hb_site_at(r, i, HB_S),
                    "%s: unknown opcode %u", at, in->opcode);
-  if (in->opcode == DF_ABI_OP_EXIT || df_abi_op_is_pool_control(in->opcode))
+  if (in->opcode == DF_ABI_OP_EXIT || in->opcode == DF_ABI_OP_POOL)
     return df_status_ok(); /* the pool: df_packed_pool_find */
   uint32_t first = in->arg_offset / sizeof(df_abi_args), parts = hb_parts(k, i);
   if (parts > DF_FUSE_MAX_PARTS || (uint64_t)first + parts > k->arg_count)

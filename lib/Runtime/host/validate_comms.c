@@ -222,7 +222,7 @@ df_status hb_validate_comms(hb_run *r) {
   const df_packed *k = r->k;
   for (uint32_t i = 0; i < k->instr_count; i++) {
     const df_abi_instr *in = &k->instrs[i];
-    if (in->opcode == DF_ABI_OP_EXIT || df_abi_op_is_pool_control(in->opcode))
+    if (in->opcode == DF_ABI_OP_EXIT || in->opcode == DF_ABI_OP_POOL)
       continue;
     uint32_t end = in->comm_offset + in->comm_count;
     for (uint32_t j = in->comm_offset; j < end; j++)

@@ -350,9 +350,8 @@ static uint32_t owner(const df_packed *k, uint32_t comm) {
   return DF_SENTINEL;
 }
 
-/* OP_POOL's and OP_JOIN's comm_offset name pool instructions or items,
-   not comms. */
-static bool is_pool(const df_abi_instr *in) { return df_abi_op_is_pool_control(in->opcode); }
+/* OP_POOL's comm_offset and flags name its pool, not comms. */
+static bool is_pool(const df_abi_instr *in) { return in->opcode == DF_ABI_OP_POOL; }
 
 void ht_fix_flags(df_packed *k) {
   for (uint32_t i = 0; i < k->instr_count; i++) {

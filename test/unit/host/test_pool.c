@@ -473,10 +473,9 @@ static void blob_checks_reject_bad_pools(void **state) {
                                  0, 0, DF_SENTINEL, 0};
   expect_check_error(k, "all or none");
   k->instrs[q1] = saved;
-  /* a region past the instructions' end (one short is a joined item,
-     test_pool_join.c) */
+  /* a region that does not fill the rest */
   for (uint32_t q = 0; q < k->topology.sm_count; q++)
-    k->instrs[k->queue_offsets[q]].flags = d.items + 1;
+    k->instrs[k->queue_offsets[q]].flags = d.items - 1;
   expect_check_error(k, "fill the rest");
   for (uint32_t q = 0; q < k->topology.sm_count; q++)
     k->instrs[k->queue_offsets[q]].flags = d.items;
