@@ -236,6 +236,15 @@ def cases():
                 alt(f".st{S}", c["schedule"] + f", {S}-stage ring", c["block"], c["model_us"],
                     c["opts"], cflags=f"-DKV_STAGES={S}",
                     workspace_bytes=STAGED_WARPS * S * STAGE_BYTES)
+        if c["name"] in ("u8x32k", "u64x4k", "u1x128k", "s16", "s32"):
+            # run AC: the case's plan with K/V by one 256-byte bulk copy
+            # per row into a ring of S warp steps per warp (-DKV_STAGES=S
+            # -DKV_BULK; mbarriers, no registers or L1 held by the bytes in
+            # flight); the workspace sets the warps: .bkSwW
+            for S, W in BULK:
+                alt(f".bk{S}w{W}", c["schedule"] + f", bulk ring {S} x {W} warps", c["block"],
+                    c["model_us"], c["opts"], cflags=f"-DKV_STAGES={S} -DKV_BULK",
+                    workspace_bytes=W * (S * BULK_STAGE_BYTES + 128))
         if c["name"] in ("u8x4k", "u8x32k", "u64x4k", "u1x128k"):
             # the case's plan with the partial's K/V loads asking the L2
             # for whole 256-byte rows (.L2::256B, the default before run
@@ -477,6 +486,8 @@ MEASURED_BLOCK = {"s32": 3072}
 STAGES = (2, 3)   # ring depths of the staged partial's alternatives (.st2, .st3)
 STAGED_WARPS = 8  # bench.py's 256 threads
 STAGE_BYTES = 8192  # one warp step of K and V (32 lanes x 16 chunks x 16 B)
+BULK = ((2, 8), (3, 8), (4, 6), (6, 4))  # (ring depth, warps) of the bulk partial's alternatives
+BULK_STAGE_BYTES = 8448  # one warp step of K and V, rows placed without bank conflicts
 EVEN_GRAN = 16    # keys: the partial handler's warp step
 EVEN_COST = 256   # keys per task: ~ITER_US + reduce + finalize of an SM's stream
 

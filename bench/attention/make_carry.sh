@@ -64,7 +64,7 @@ while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate
   # A kernel whose ctx.workspace is NULL for certain (a df without
   # df.workspace_bytes support) keeps only the staged partial's one-warp
   # fallback: the optimizer drops the ring path and its cp.async copies.
-  if [ "$ws" != 0 ] && ! grep -q "cp\.async\.cg\.shared\.global" "$dir/$name.ptx"; then
+  if [ "$ws" != 0 ] && ! grep -qE "cp\.async\.(cg|bulk)\.shared" "$dir/$name.ptx"; then
     echo "  warning: $name: the kernel has no handler workspace (df.workspace_bytes not supported by"
     echo "  this df?): its staged partial runs the one-warp fallback, not the ring"
   fi
@@ -72,7 +72,7 @@ done <"$tmp/list"
 if command -v ptxas >/dev/null; then
   # the first case's kernel and its staged variants: registers, spills
   first="$(head -1 "$tmp/list" | cut -f1)"
-  for name in "$first" "$first".st2 "$first".st3; do
+  for name in "$first" "$first".st2 "$first".st3 "$first".bk3w8; do
     [ -e "$dir/$name.ptx" ] || continue
     echo "$name: $(ptxas -arch=sm_90a -v "$dir/$name.ptx" -o "$tmp/k.cubin" 2>&1 | grep -E "registers|spill" \
       | tr -s ' \n' ' ')"

@@ -380,9 +380,20 @@ void gqa_partial(const df_ctx *ctx) {
 #endif
 
 #define SHARED __attribute__((address_space(3)))
-#define CHUNK_BYTES 512                      /* one 16-byte chunk of each of a warp's 32 lanes */
+#define CHUNK_BYTES 512 /* one 16-byte chunk of each of a warp's 32 lanes */
+#ifdef KV_BULK
+/* -DKV_BULK: the stages are filled by one 256-byte cp.async.bulk per K/V
+   row (a lane each), completing on the stage's mbarrier, so the bytes in
+   flight occupy neither registers nor L1. A stage holds the step's 16 K
+   rows and 16 V rows, placed so that the fragment reads are free of bank
+   conflicts (kv_row_at); the ring ends with its S mbarriers. */
+#define STAGE_BYTES 8448 /* 2 x 2112 (K) + 4 x 1056 (V); a multiple of 128 */
+#define RING_BYTES (KV_STAGES * STAGE_BYTES + 128)
+_Static_assert(KV_STAGES * 8 <= 128, "the ring's mbarriers fit in its last 128 bytes");
+#else
 #define STAGE_BYTES (16 * CHUNK_BYTES)       /* one warp step: 8 chunks of K, 8 of V (8 KB) */
 #define RING_BYTES (KV_STAGES * STAGE_BYTES) /* one warp's ring */
+#endif
 
 /* A warp's share of the merge, written over its own ring after its loop. */
 typedef struct warp_red {
@@ -397,6 +408,14 @@ static inline SHARED warp_red *red_of(uint8_t *ws, uint32_t warp) {
 /* The shared-window address of a generic pointer into shared memory. */
 static inline uint32_t shared_addr(void *p) { return (uint32_t)(uint64_t)(SHARED void *)p; }
 
+static inline void lds16(uint32_t a, uint32_t *r) {
+  __asm__ volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                   : "r"(a)
+                   : "memory");
+}
+
+#ifndef KV_BULK
 /* 16 bytes global -> shared, not through L1 (the L2 fetch-size hint as
    ldg16's). Completion: cp.async.wait_group of the issuing thread. */
 static inline void cp16(uint32_t dst, const _Float16 *src) {
@@ -405,12 +424,6 @@ static inline void cp16(uint32_t dst, const _Float16 *src) {
 }
 static inline void cp_commit(void) { __asm__ volatile("cp.async.commit_group;" ::: "memory"); }
 #define CP_WAIT(n) __asm__ volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
-static inline void lds16(uint32_t a, uint32_t *r) {
-  __asm__ volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                   : "r"(a)
-                   : "memory");
-}
 
 /* load_step's 16 chunks into a stage (st: the stage's address + 16 * lane):
    chunk c at st + 512 c; K chunk c = 4u + j is k[4c..4c+3] of load_step,
@@ -436,6 +449,63 @@ static inline void read_step(uint32_t st, uint32_t *k, uint32_t *v) {
     lds16(st + (8 + c) * CHUNK_BYTES, v + 4 * c);
   }
 }
+#endif
+
+#ifdef KV_BULK
+/* Where row r (0..15) of a step's K (v = 0) or V (v = 1) lies in a stage.
+   K reads: a quarter warp takes rows g = 2q, 2q + 1 at chunks 4j + t, so
+   odd rows start 64 bytes (16 banks) after even ones: the two halves of
+   K at 0 and 2112. V reads: rows 2t + e (+ 8) at chunks g, so rows of
+   different t = (r / 2) % 4 start 32 bytes apart: four quarters of V at
+   1056-byte strides. Every row 16-byte aligned, as cp.async.bulk needs. */
+static inline uint32_t kv_row_at(uint32_t v, uint32_t r) {
+  return v ? 4224u + ((r >> 1) & 3u) * 1056u + ((r & 1u) + 2u * (r >> 3)) * 256u
+           : (r & 1u) * 2112u + (r >> 1) * 256u;
+}
+static inline void bar_init(uint32_t bar) {
+  __asm__ volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+}
+static inline void bar_inval(uint32_t bar) {
+  __asm__ volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+static inline void bar_wait(uint32_t bar, uint32_t parity) {
+  __asm__ volatile("{\n\t.reg .pred p;\n"
+                   "W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+                   "@!p bra W;\n\t}" ::"r"(bar),
+                   "r"(parity)
+                   : "memory");
+}
+/* One step into a stage: lane 0 arms the stage's mbarrier for the step's
+   32 rows, then lane l copies K row l (l < 16) or V row l - 16, clamped
+   to the range's last row as load_step's. The caller's warp has read the
+   stage's last contents into registers and used them. */
+static inline void bulk_step(uint32_t st, uint32_t bar, const _Float16 *Kt, const _Float16 *Vt,
+                             uint32_t pos, uint32_t last, uint32_t lane) {
+  __nvvm_bar_warp_sync(0xffffffffu);
+  if (lane == 0)
+    __asm__ volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+                     "n"(32 * 2 * D)
+                     : "memory");
+  __nvvm_bar_warp_sync(0xffffffffu);
+  const uint32_t r = lane & 15u, key = pos + r;
+  const _Float16 *p = (lane < 16 ? Kt : Vt) + (uint64_t)(key < last ? key : last) * (HKV * D);
+  __asm__ volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                   "%2, [%3];" ::"r"(st + kv_row_at(lane >> 4, r)),
+                   "l"(p), "n"(2 * D), "r"(bar)
+                   : "memory");
+}
+/* load_step's registers from a stage filled by bulk_step. */
+static inline void read_step(uint32_t st, uint32_t *k, uint32_t *v, uint32_t g, uint32_t t) {
+  _Pragma("unroll") for (int u = 0; u < 2; u++)
+    _Pragma("unroll") for (int j = 0; j < 4; j++)
+      lds16(st + kv_row_at(0, 8 * u + g) + (4 * j + t) * 16, k + 16 * u + 4 * j);
+  _Pragma("unroll") for (int i = 0; i < 4; i++) {
+    uint32_t row = st + kv_row_at(1, 2 * t + (i & 1) + 8 * (i >> 1));
+    lds16(row + g * 16, v + 8 * i);
+    lds16(row + (g + 8) * 16, v + 8 * i + 4);
+  }
+}
+#endif
 
 /* Without a workspace big enough for one warp's ring: warp 0 alone, one
    register buffer (load, then compute), writing the output itself. Slow,
@@ -521,6 +591,41 @@ void gqa_partial(const df_ctx *ctx) {
      its own wait orders the copy before the read: no warp barrier. */
   const uint32_t stride = STEP * warps, last = end - 1;
   uint32_t k[32], v[32];
+#ifdef KV_BULK
+  /* Step n of the warp in stage n % S, its mbarrier's phase n / S: the
+     prologue fills stages 0 .. S - 2, iteration n refills the stage that
+     iteration n - 1 read (step n + S - 1) and then waits for step n, so
+     S - 1 steps are in flight while step n computes. Every step issued is
+     waited for, so no copy is pending when the loop ends. */
+  if (active) {
+    const uint32_t ring = shared_addr(ws) + warp * RING_BYTES;
+    const uint32_t bars = ring + KV_STAGES * STAGE_BYTES;
+    if (lane < KV_STAGES)
+      bar_init(bars + 8 * lane);
+    /* The ring's last generic writes (another handler's, or a merge)
+       before the bulk copies' async-proxy writes; the inits before use. */
+    __asm__ volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __nvvm_bar_warp_sync(0xffffffffu);
+    uint32_t pos = begin + STEP * warp, next = pos;
+    _Pragma("unroll") for (uint32_t s = 0; s + 1 < KV_STAGES; s++) {
+      if (next < end)
+        bulk_step(ring + s * STAGE_BYTES, bars + 8 * s, Kt, Vt, next, last, lane);
+      next += stride;
+    }
+    for (uint32_t n = 0; pos < end; pos += stride, next += stride, n++) {
+      const uint32_t rd = n % KV_STAGES, wr = (n + KV_STAGES - 1) % KV_STAGES;
+      if (next < end)
+        bulk_step(ring + wr * STAGE_BYTES, bars + 8 * wr, Kt, Vt, next, last, lane);
+      bar_wait(bars + 8 * rd, (n / KV_STAGES) & 1u);
+      read_step(ring + rd * STAGE_BYTES, k, v, g, t);
+      step(&st, k, v, qf, pos, end, t);
+    }
+    __nvvm_bar_warp_sync(0xffffffffu);
+    if (lane < KV_STAGES)
+      bar_inval(bars + 8 * lane);
+    __nvvm_bar_warp_sync(0xffffffffu);
+  }
+#else
   if (active) {
     const uint32_t ring = shared_addr(ws) + warp * RING_BYTES + lane * 16;
     uint32_t pos = begin + STEP * warp, next = pos, rd = 0, wr = KV_STAGES - 1;
@@ -546,6 +651,7 @@ void gqa_partial(const df_ctx *ctx) {
     __asm__ volatile("cp.async.wait_all;" ::: "memory");
     __nvvm_bar_warp_sync(0xffffffffu);
   }
+#endif
   st.l += bfly(st.l, 1);
   st.l += bfly(st.l, 2);
   if (active) {
