@@ -436,6 +436,21 @@ def cases():
             # slower in df's kernel, cause open)
             alt(".partials", c["schedule"] + ", partials only (probe)", c["block"], None,
                 c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true")
+            # run AC: the partials alone with the bulk ring, and with the
+            # last partial of each head combining the head in its handler
+            # (-DGQA_LAST_ARRIVER=16: 16 blocks per head; correct results,
+            # no reduce or finalize instruction)
+            ponly = c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true"
+            bulk = dict(cflags="-DKV_STAGES=3 -DKV_BULK",
+                        workspace_bytes=8 * (3 * BULK_STAGE_BYTES + 128))
+            alt(".bkpartials", c["schedule"] + ", bulk 3x8, partials only (probe)", c["block"],
+                None, ponly, **bulk)
+            la = f"-DGQA_LAST_ARRIVER={c['lens'][0] // c['block']}"
+            alt(".lapartials", c["schedule"] + ", partials + last-arriver combine (probe)",
+                c["block"], None, ponly, cflags=la)
+            alt(".bklapartials", c["schedule"] + ", bulk 3x8, partials + last-arriver (probe)",
+                c["block"], None, ponly, cflags=bulk["cflags"] + " " + la,
+                workspace_bytes=bulk["workspace_bytes"])
         if c["name"] == "u1x128k":
             # fewer, longer pieces (66 SMs, ~8 inputs per reduce) and twice as
             # many (two waves, ~33 inputs per reduce): how much the
