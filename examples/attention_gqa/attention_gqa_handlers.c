@@ -81,14 +81,18 @@ static inline float weight(float m, float ref) {
   return m == -__builtin_inff() ? 0.0f : ex2(m - ref);
 }
 
-/* 16 bytes of a K/V row: read once, so not kept in L1. No L2 fetch-size
-   hint: with .L2::256B (the L2 fetching the whole 256-byte row at the
-   first lane's miss) every uniform case was 6-7 % slower on the H200
-   (bench/README.md, run J); -DKV_L2_HINT restores it for comparison. */
+/* 16 bytes of a K/V row: read once, so not kept in L1. The L2 fetches
+   whole 128-byte lines (.L2::128B): a K load's quarter warps ask for 64
+   bytes of a line each, its two halves in separate instructions, and one
+   fetch per line was 1-3 us faster on every case (bench/README.md, run
+   AC). -DKV_L2_HINT asks for 256 bytes instead (the default before run J:
+   6-7 % slower), -DKV_L2_NONE for no hint (runs J-AB). */
 #ifdef KV_L2_HINT
 #define KV_L2 ".L2::256B"
-#else
+#elif defined(KV_L2_NONE)
 #define KV_L2 ""
+#else
+#define KV_L2 ".L2::128B"
 #endif
 #ifdef KV_EVICT_FIRST
 /* -DKV_EVICT_FIRST: the K/V rows ask the L2 to evict them first, so the
