@@ -236,11 +236,14 @@ def cases():
                 alt(f".st{S}", c["schedule"] + f", {S}-stage ring", c["block"], c["model_us"],
                     c["opts"], cflags=f"-DKV_STAGES={S}",
                     workspace_bytes=STAGED_WARPS * S * STAGE_BYTES)
-        if c["name"] in ("u8x32k", "u64x4k", "u1x128k", "s16", "s32"):
-            # run AC: the case's plan with K/V by one 256-byte bulk copy
-            # per row into a ring of S warp steps per warp (-DKV_STAGES=S
-            # -DKV_BULK; mbarriers, no registers or L1 held by the bytes in
-            # flight); the workspace sets the warps: .bkSwW
+        if c["name"] in ("u8x32k", "u64x4k", "u1x128k", "s16", "s32") and \
+                os.environ.get("CASES_BULK"):
+            # (CASES_BULK=1 only) run AC: the case's plan with K/V by one
+            # 256-byte bulk copy per row into a ring of S warp steps per
+            # warp (-DKV_STAGES=S -DKV_BULK; mbarriers, no registers or L1
+            # held by the bytes in flight); the workspace sets the warps:
+            # .bkSwW. 2-4 % slower than the register path at 8 warps, much
+            # slower with fewer (bench/README.md, run AC)
             for S, W in BULK:
                 alt(f".bk{S}w{W}", c["schedule"] + f", bulk ring {S} x {W} warps", c["block"],
                     c["model_us"], c["opts"], cflags=f"-DKV_STAGES={S} -DKV_BULK",
@@ -251,6 +254,10 @@ def cases():
             # J; -DKV_L2_HINT)
             alt(".l2hint", c["schedule"] + ", L2::256B loads", c["block"], c["model_us"],
                 c["opts"], cflags="-DKV_L2_HINT")
+            # and without a hint (-DKV_L2_NONE, the default of runs J-AB;
+            # since run AC the loads ask for whole 128-byte lines)
+            alt(".l2none", c["schedule"] + ", loads without an L2 hint", c["block"],
+                c["model_us"], c["opts"], cflags="-DKV_L2_NONE")
         if c["name"] in ("u8x32k", "u1x128k", "s16", "s32"):
             # the case's plan with the combine resolving its inputs in a
             # loop per element (-DCOMBINE_LOOP, the combine before run M)
