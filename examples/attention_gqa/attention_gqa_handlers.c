@@ -29,7 +29,10 @@
    workspace (the declaration needs df.workspace_bytes), S - 1 steps in
    flight, one register buffer, the warps merging through their rings
    (README.md; group arithmetic at the loop). Measured ~30 % slower than
-   the register path on the H200 (bench/README.md, run H): off by default. */
+   the register path on the H200 (bench/README.md, run H): off by default.
+   With -DKV_BULK as well the ring is filled by one cp.async.bulk per K/V
+   row on per-stage mbarriers (run AC: 2-4 % slower than the register
+   path; examples/attention_gqa/README.md). */
 #include <stdbool.h>
 
 #include "df/device.h"
