@@ -246,8 +246,7 @@ def cases():
             # slower with fewer (bench/README.md, run AC)
             for S, W in BULK:
                 alt(f".bk{S}w{W}", c["schedule"] + f", bulk ring {S} x {W} warps", c["block"],
-                    c["model_us"], c["opts"], cflags=f"-DKV_STAGES={S} -DKV_BULK",
-                    workspace_bytes=W * (S * BULK_STAGE_BYTES + 128))
+                    c["model_us"], c["opts"], **bulk_build(S, W))
         if c["name"] in ("u8x4k", "u8x32k", "u64x4k", "u1x128k"):
             # the case's plan with the partial's K/V loads asking the L2
             # for whole 256-byte rows (.L2::256B, the default before run
@@ -441,15 +440,13 @@ def cases():
             # reduces, no output), to time them inside df's kernel against
             # bench/smrate's harness of the same partial (run Z: 6-7 %
             # slower in df's kernel, cause open)
-            alt(".partials", c["schedule"] + ", partials only (probe)", c["block"], None,
-                c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true")
+            ponly = c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true"
+            alt(".partials", c["schedule"] + ", partials only (probe)", c["block"], None, ponly)
             # run AC: the partials alone with the bulk ring, and with the
             # last partial of each head combining the head in its handler
             # (-DGQA_LAST_ARRIVER=16: 16 blocks per head; correct results,
             # no reduce or finalize instruction)
-            ponly = c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true"
-            bulk = dict(cflags="-DKV_STAGES=3 -DKV_BULK",
-                        workspace_bytes=8 * (3 * BULK_STAGE_BYTES + 128))
+            bulk = bulk_build(3, 8)
             alt(".bkpartials", c["schedule"] + ", bulk 3x8, partials only (probe)", c["block"],
                 None, ponly, **bulk)
             la = f"-DGQA_LAST_ARRIVER={c['lens'][0] // c['block']}"
@@ -510,8 +507,17 @@ STAGED_WARPS = 8  # bench.py's 256 threads
 STAGE_BYTES = 8192  # one warp step of K and V (32 lanes x 16 chunks x 16 B)
 BULK = ((2, 8), (3, 8), (4, 6), (6, 4))  # (ring depth, warps) of the bulk partial's alternatives
 BULK_STAGE_BYTES = 8448  # one warp step of K and V, rows placed without bank conflicts
+
 EVEN_GRAN = 16    # keys: the partial handler's warp step
 EVEN_COST = 256   # keys per task: ~ITER_US + reduce + finalize of an SM's stream
+
+
+def bulk_build(stages, warps):
+    """The handler flags and workspace of the bulk-ring partial with
+    `warps` rings of `stages` steps (its RING_BYTES: the stages and 128
+    bytes of mbarriers)."""
+    return dict(cflags=f"-DKV_STAGES={stages} -DKV_BULK",
+                workspace_bytes=warps * (stages * BULK_STAGE_BYTES + 128))
 
 
 def even_model(task_lens, chunks, defer):

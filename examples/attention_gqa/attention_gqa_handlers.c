@@ -162,7 +162,8 @@ static inline uint64_t probe_time(void) {
    global memory and count themselves; the last of them combines them in
    block order and writes the task's O rows, so no reduce or finalize
    instruction follows. It times the tail after the last partial without
-   the runtime's reduce path. Tasks < 64. */
+   the runtime's reduce path. Tasks < 64 and N blocks per task, else the
+   launch traps. */
 gqa_inter la_stage[64 * GQA_LAST_ARRIVER];
 uint32_t la_count[64];
 static __attribute__((address_space(3))) uint32_t la_last;
@@ -181,6 +182,8 @@ static void last_arriver(const df_ctx *ctx, const gqa_inter *out) {
   const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
   const uint32_t task = seq * HKV + hk, b = df_ctx_range_begin(ctx) / df_ctx_block_size(ctx);
   const uint32_t tid = df_ctx_thread(ctx), threads = df_ctx_threads(ctx);
+  if (task >= 64 || b >= GQA_LAST_ARRIVER)
+    __builtin_trap(); /* a plan this probe was not built for: fail the launch, do not corrupt */
   gqa_inter *mine = &la_stage[task * GQA_LAST_ARRIVER + b];
   for (uint32_t i = tid; i < sizeof(gqa_inter) / 4; i += threads)
     ((uint32_t *)mine)[i] = ((const uint32_t *)out)[i];
