@@ -442,6 +442,11 @@ def cases():
             # slower in df's kernel, cause open)
             ponly = c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true"
             alt(".partials", c["schedule"] + ", partials only (probe)", c["block"], None, ponly)
+            # run AD: the same keys cut evenly over all 132 SMs (4 of them
+            # take two pieces) instead of 128 blocks of 8192: what the 4
+            # idle SMs would add to the stream
+            alt(".evenpartials", "even, partials only (probe)", EVEN_GRAN, None,
+                even_opts(SMS, False) + " partial-only=true")
             # run AC: the partials alone with the bulk ring, and with the
             # last partial of each head combining the head in its handler
             # (-DGQA_LAST_ARRIVER=16: 16 blocks per head; correct results,

@@ -150,11 +150,23 @@ typedef uint32_t u32x4 __attribute__((vector_size(16)));
 #define PACKED 0
 #endif
 
-/* Weights: streamed once, not kept in L1; L2 fetches 256 B around each miss
-   (plain layout: a warp walks 16 rows 64 bytes per k step, so the next
-   steps hit; packed: each load is 512 contiguous bytes). */
+/* Weights: streamed once, not kept in L1. Plain layout: the L2 fetches
+   256 B around each miss (a warp walks 16 rows 64 bytes per k step, so the
+   next steps hit; 9-19 % faster, bench/moe run J). Packed: each load is
+   512 contiguous bytes, and whole 128-byte lines were 2-3 % faster at 128,
+   256 and 512 tokens than 256-byte fetches (level at 1024; bench/moe run
+   AD). -DMOE_W_L2=S puts another L2 qualifier (or none) in its place. */
+#ifndef MOE_W_L2
+#if PACKED
+#define MOE_W_L2 .L2::128B
+#else
+#define MOE_W_L2 .L2::256B
+#endif
+#endif
+#define MOE_STR_(x) #x
+#define MOE_STR(x) MOE_STR_(x)
 static inline u32x4 ld_stream(const uint16_t *p) {
-  return LD_GLOBAL_V4(".L1::no_allocate.L2::256B", p);
+  return LD_GLOBAL_V4(".L1::no_allocate" MOE_STR(MOE_W_L2), p);
 }
 
 /* Token rows: re-read by every m-tile of the CTA, so through L1. */
@@ -659,6 +671,22 @@ static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
 #endif
 #define GU_STAGED_(NT, ...) GATE_UP_STAGED(NT, __VA_ARGS__, 1)
 #endif
+/* Per n-tile count, the ring of the staged gate_up at 1-4 n-tiles
+   (MOE_GU_STAGED_RING1 .. 4; default MOE_GU_STAGED_RING): a task of few
+   n-tiles holds few accumulators, so its registers can keep more weight
+   steps in flight than the 8-n-tile ring's (bench/moe run AD). */
+#ifndef MOE_GU_STAGED_RING1
+#define MOE_GU_STAGED_RING1 MOE_GU_STAGED_RING
+#endif
+#ifndef MOE_GU_STAGED_RING2
+#define MOE_GU_STAGED_RING2 MOE_GU_STAGED_RING
+#endif
+#ifndef MOE_GU_STAGED_RING3
+#define MOE_GU_STAGED_RING3 MOE_GU_STAGED_RING
+#endif
+#ifndef MOE_GU_STAGED_RING4
+#define MOE_GU_STAGED_RING4 MOE_GU_STAGED_RING
+#endif
 GU_STAGED_(8, MOE_GU_STAGED_RING)
 #ifdef MOE_NT6
 GU_STAGED_(6, MOE_GU_STAGED_RING)
@@ -668,16 +696,16 @@ GU_STAGED_(5, MOE_GU_STAGED_RING)
 GU_STAGED_(7, MOE_GU_STAGED_RING)
 #endif
 #if MOE_GU_STAGE_MIN_NT <= 1
-GU_STAGED_(1, MOE_GU_STAGED_RING)
+GU_STAGED_(1, MOE_GU_STAGED_RING1)
 #endif
 #if MOE_GU_STAGE_MIN_NT <= 2
-GU_STAGED_(2, MOE_GU_STAGED_RING)
+GU_STAGED_(2, MOE_GU_STAGED_RING2)
 #endif
 #if defined(MOE_NT3) && MOE_GU_STAGE_MIN_NT <= 3
-GU_STAGED_(3, MOE_GU_STAGED_RING)
+GU_STAGED_(3, MOE_GU_STAGED_RING3)
 #endif
 #if MOE_GU_STAGE_MIN_NT <= 4
-GU_STAGED_(4, MOE_GU_STAGED_RING)
+GU_STAGED_(4, MOE_GU_STAGED_RING4)
 #endif
 #define GU_STAGED_CALL(NT)                                                                       \
   gate_up_staged_##NT(ctx, wgu, x, tokens, count, ring, out, ws, w, nw, first, stride)
