@@ -1071,7 +1071,7 @@ typedef struct out_rows {
 
 /* One of the two additions an Output element receives; 0 + a + b is the
    same float in either order, so the result is deterministic. */
-static inline void add_output(float *o, float v) {
+__attribute__((unused)) static inline void add_output(float *o, float v) {
   if ((MOE_PROBE & 4) != 0 && v != -0x1p127f)
     return;
 #if defined(__NVPTX__)
@@ -1080,6 +1080,42 @@ static inline void add_output(float *o, float v) {
   *o += v; /* the host runs one virtual CTA at a time, its threads on disjoint columns */
 #endif
 }
+
+/* down adds its results four columns per red (red.global.add.v4.f32, a
+   quarter of the L2 operations), after a transpose of each n-tile through
+   a per-warp tile in shared memory: the accumulators hold columns g and
+   g + 8 of tokens 2t and 2t + 1, a red needs four adjacent columns of one
+   token. Rows of 16 columns + 4 floats: the writes are conflict-free and
+   every row starts 16-byte aligned. 5 us faster at 512 tokens, 1-2 us at
+   128 and 1024, level at 256 (bench/moe run AD; run Y's transpose by
+   shuffles was slower). -DMOE_DN_RED1: one scalar red per accumulator,
+   as before run AD. */
+#ifndef MOE_DN_RED1
+#define MOE_DN_RED4 1
+#endif
+#ifdef MOE_DN_RED4
+#define DN_T_STRIDE 20
+#define DN_T_WARPS 16
+#if defined(__NVPTX__)
+static SHARED float dn_tile[DN_T_WARPS][8 * DN_T_STRIDE];
+#define DN_TILE(w) (w < DN_T_WARPS ? dn_tile[w] : (__builtin_trap(), dn_tile[0]))
+#define DN_WARP_SYNC() __asm__ volatile("bar.warp.sync -1;" ::: "memory")
+#else
+#define DN_WARP_SYNC() ((void)0)
+#endif
+static inline void add_output4(float *o, const float *v) {
+  if ((MOE_PROBE & 4) != 0 && v[0] != -0x1p127f)
+    return;
+#if defined(__NVPTX__)
+  __asm__ volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(o), "f"(v[0]), "f"(v[1]),
+                   "f"(v[2]), "f"(v[3])
+                   : "memory");
+#else
+  for (int i = 0; i < 4; i++)
+    o[i] += v[i];
+#endif
+}
+#endif
 
 #define DN_KSTEPS (MOE_INTER / 32) /* MOE_CS parts of ICHUNKS chunks */
 #define DN_MTILES (HSHARD / 16)
@@ -1161,21 +1197,60 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
         if (LONG_ ? (u + 1) % DN_KSTEPS == 0 : u == U_ - 1 && (s + 1) % DN_KSTEPS == 0) {        \
           /* Output[token][col] += weight * y: two additions per element */                      \
           uint32_t mt = w + nw * (s / DN_KSTEPS);                                                \
-          FOR_LANES(L, Li) {                                                                     \
-            uint32_t g = L >> 2, t = L & 3;                                                      \
-            UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {             \
-              uint32_t m = mt * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);              \
-              if (n < rows->count)                                                               \
-                add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,               \
-                           rows->weights[n] * acc[Li][j][i]);                                    \
-              acc[Li][j][i] = 0.0f;                                                              \
-            }                                                                                    \
-          }                                                                                      \
+          DN_STORE_OUT(NT, mt);                                                                  \
         }                                                                                        \
       }                                                                                          \
     }                                                                                            \
     BK_CLOSE();                                                                                  \
   }
+/* down's m-tile mt into Output: four columns per red after the
+   shared-memory transpose, or (MOE_DN_RED1) each accumulator by its own
+   red. */
+#ifndef MOE_DN_RED4
+#define DN_STORE_OUT(NT, mt)                                                                     \
+  FOR_LANES(L, Li) {                                                                             \
+    uint32_t g = L >> 2, t = L & 3;                                                              \
+    UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {                     \
+      uint32_t m = (mt) * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                    \
+      if (n < rows->count)                                                                       \
+        add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                       \
+                   rows->weights[n] * acc[Li][j][i]);                                            \
+      acc[Li][j][i] = 0.0f;                                                                      \
+    }                                                                                            \
+  }
+#else
+#if defined(__NVPTX__)
+#define DN_TILE_DECL(tile) SHARED float *tile = DN_TILE(w)
+#else
+#define DN_TILE_DECL(tile) float tile[8 * DN_T_STRIDE]
+#endif
+#define DN_STORE_OUT(NT, mt)                                                                     \
+  do {                                                                                           \
+    DN_TILE_DECL(tile_);                                                                         \
+    UNROLL for (int j = 0; j < NT; j++) {                                                        \
+      FOR_LANES(L, Li) {                                                                         \
+        uint32_t g = L >> 2, t = L & 3;                                                          \
+        UNROLL for (int i = 0; i < 4; i++) {                                                     \
+          uint32_t r = 2 * t + (i & 1), n = 8 * j + r;                                           \
+          tile_[r * DN_T_STRIDE + g + 8 * (i >> 1)] =                                            \
+              n < rows->count ? rows->weights[n] * acc[Li][j][i] : 0.0f;                        \
+          acc[Li][j][i] = 0.0f;                                                                  \
+        }                                                                                        \
+      }                                                                                          \
+      DN_WARP_SYNC();                                                                            \
+      FOR_LANES(L, Li) {                                                                         \
+        uint32_t r = L >> 2, c = 4 * (L & 3), n = 8 * j + r;                                     \
+        (void)Li;                                                                                \
+        if (n < rows->count) {                                                                   \
+          float v_[4];                                                                           \
+          UNROLL for (int i = 0; i < 4; i++) v_[i] = tile_[r * DN_T_STRIDE + c + i];             \
+          add_output4(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + (mt) * 16 + c, v_);   \
+        }                                                                                        \
+      }                                                                                          \
+      DN_WARP_SYNC(); /* read before the next n-tile overwrites the tile */                     \
+    }                                                                                            \
+  } while (0)
+#endif
 /* Slot `slot` <- Wd rows g and g + 8 of m-tile mt at k step `step` (from
    the bulk ring when it is on). */
 #define DN_LOAD_A_REG(slot, step)                                                                \
