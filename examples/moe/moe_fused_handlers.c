@@ -672,9 +672,10 @@ static inline uint32_t gu_clamp(uint32_t mg, uint32_t groups) {
 #define GU_STAGED_(NT, ...) GATE_UP_STAGED(NT, __VA_ARGS__, 1)
 #endif
 /* Per n-tile count, the ring of the staged gate_up at 1-4 n-tiles
-   (MOE_GU_STAGED_RING1 .. 4; default MOE_GU_STAGED_RING): a task of few
-   n-tiles holds few accumulators, so its registers can keep more weight
-   steps in flight than the 8-n-tile ring's (bench/moe run AD). */
+   (MOE_GU_STAGED_RING1 .. 4; default MOE_GU_STAGED_RING): few n-tiles
+   leave registers for more weight steps in flight, but 2 x 8, 1 x 16 and
+   3 x 4 were all slower than 2 x 4 at 512 tokens (bench/moe run AD), so
+   they are A/B knobs, not defaults. */
 #ifndef MOE_GU_STAGED_RING1
 #define MOE_GU_STAGED_RING1 MOE_GU_STAGED_RING
 #endif
