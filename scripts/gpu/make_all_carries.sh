@@ -9,7 +9,8 @@
 #   .gpu-fuse, .gpu-ring  fusion parity and ring proofs
 #   .gpu-smoke            libdfrt smoke test (test/lit/Runtime/Inputs)
 # usage: DF_BIN=build/bin scripts/gpu/make_all_carries.sh
-#   then, on the GPU machine (carry all six):
+#   then, on the GPU machine (carry all six; run_all.sh's header has the
+#   command that returns its files as one archive):
 #   OUT=$OUT/all bash scripts/gpu/run_all.sh; .gpu-smoke/gpu_smoke .gpu-smoke/kernel.ptx
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"

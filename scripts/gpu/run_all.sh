@@ -6,7 +6,12 @@
 # there), .gpu-fuse and .gpu-ring; then, on the GPU machine:
 #   OUT=$OUT bash scripts/gpu/run_all.sh
 # Leaves attention/, overhead/, moe/, fusion/ and ring/ under $OUT and
-# prints each step's table; the exit status counts failed steps.
+# prints each step's table; the exit status counts failed steps. The
+# device tool brings back at most 8 files, so a call writes them elsewhere
+# and returns one archive (run AD):
+#   OUT=/tmp/all bash scripts/gpu/run_all.sh > /tmp/all/all.log 2>&1;
+#   .gpu-smoke/gpu_smoke .gpu-smoke/kernel.ptx > /tmp/all/smoke.txt 2>&1;
+#   tar czf $OUT/all.tgz -C /tmp/all .
 set -u
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${OUT:?set OUT}"
