@@ -1207,16 +1207,17 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
 /* down's m-tile mt into Output: four columns per red after the
    shared-memory transpose, or (MOE_DN_RED1) each accumulator by its own
    red. */
+#define DN_STORE_OUT(NT, mt) DN_STORE_OUT_P(NT, mt, acc[Li])
 #ifndef MOE_DN_RED4
-#define DN_STORE_OUT(NT, mt)                                                                     \
+#define DN_STORE_OUT_P(NT, mt, ACC)                                                              \
   FOR_LANES(L, Li) {                                                                             \
     uint32_t g = L >> 2, t = L & 3;                                                              \
     UNROLL for (int j = 0; j < NT; j++) UNROLL for (int i = 0; i < 4; i++) {                     \
       uint32_t m = (mt) * 16 + g + 8 * (i >> 1), n = 8 * j + 2 * t + (i & 1);                    \
       if (n < rows->count)                                                                       \
         add_output(rows->out + (uint64_t)rows->tokens[n] * MOE_HIDDEN + m,                       \
-                   rows->weights[n] * acc[Li][j][i]);                                            \
-      acc[Li][j][i] = 0.0f;                                                                      \
+                   rows->weights[n] * ACC[j][i]);                                                \
+      ACC[j][i] = 0.0f;                                                                          \
     }                                                                                            \
   }
 #else
@@ -1225,7 +1226,7 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
 #else
 #define DN_TILE_DECL(tile) float tile[8 * DN_T_STRIDE]
 #endif
-#define DN_STORE_OUT(NT, mt)                                                                     \
+#define DN_STORE_OUT_P(NT, mt, ACC)                                                              \
   do {                                                                                           \
     DN_TILE_DECL(tile_);                                                                         \
     UNROLL for (int j = 0; j < NT; j++) {                                                        \
@@ -1234,8 +1235,8 @@ static inline const uint16_t *part_of(const uint16_t *const parts[MOE_CS], uint3
         UNROLL for (int i = 0; i < 4; i++) {                                                     \
           uint32_t r = 2 * t + (i & 1), n = 8 * j + r;                                           \
           tile_[r * DN_T_STRIDE + g + 8 * (i >> 1)] =                                            \
-              n < rows->count ? rows->weights[n] * acc[Li][j][i] : 0.0f;                        \
-          acc[Li][j][i] = 0.0f;                                                                  \
+              n < rows->count ? rows->weights[n] * ACC[j][i] : 0.0f;                            \
+          ACC[j][i] = 0.0f;                                                                      \
         }                                                                                        \
       }                                                                                          \
       DN_WARP_SYNC();                                                                            \
@@ -1296,6 +1297,101 @@ __attribute__((unused)) static inline const uint16_t *dn_a_ptr(const uint16_t *w
     UNROLL for (int j = 0; j < NT; j++)                                                          \
         b[Li][slot][j] = ld_slot(part_ + UP_ROW_OFF(8 * j + (L >> 2)) + UP_K_OFF(L & 3));        \
   } while (0)
+#ifdef MOE_DN_MW
+/* -DMOE_DN_MW=M (an experiment, register rings only): each warp takes
+   groups of M adjacent m-tiles per pass, so every token fragment it reads
+   from the gathered h feeds M m-tiles' mma's, as in gate_up's staged path
+   (M = 2 there; 1 x 16 steps was far slower than 2 x 8 there, bench/moe
+   run AD). Ring MOE_DN_MW_RING = DW, DX at every n-tile count: DW steps
+   of M KB of weights per warp in flight. A group past the shard's last
+   m-tile loads that one again and stores nothing. */
+#if DN_BULK_ON
+#error "MOE_DN_MW takes the register rings, not MOE_BULK_DOWN"
+#endif
+#ifndef MOE_DN_MW_RING
+#define MOE_DN_MW_RING 4, 2
+#endif
+#define DN_LOAD_AM(MW, slot, step)                                                               \
+  do {                                                                                           \
+    uint32_t st_ = (step), mg_ = w + nw * (st_ / DN_KSTEPS), ks_ = st_ % DN_KSTEPS;              \
+    UNROLL for (int q = 0; q < MW; q++) {                                                        \
+      uint32_t mt_ = mg_ * MW + q < mtiles ? mg_ * MW + q : mtiles - 1;                          \
+      FOR_LANES(L, Li) {                                                                         \
+        const uint16_t *p_ = dn_a_ptr(wd, mt_, ks_, L);                                          \
+        a[Li][slot][q][0] = ld_stream(p_);                                                       \
+        a[Li][slot][q][1] = ld_stream(p_ + DN_A_HALF);                                           \
+      }                                                                                          \
+    }                                                                                            \
+  } while (0)
+#define DOWN_RUN_MW(NT, MW, DW, DX)                                                              \
+  _Static_assert(DN_KSTEPS % RING_U(DW, DX) == 0 && RING_U(DW, DX) % DW == 0 &&                  \
+                     (DX == 0 || RING_U(DW, DX) % (DX ? DX : 1) == 0),                           \
+                 "grouped down ring: depths divide the period, the period the k steps");         \
+  static inline __attribute__((always_inline)) void down_run_##NT(                               \
+      const df_ctx *ctx, const uint16_t *wd, const uint16_t *const parts[MOE_CS],                \
+      const out_rows *rows, uint8_t *ws, uint32_t w, uint32_t nw) {                              \
+    enum { U_ = RING_U(DW, DX) };                                                                \
+    uint32_t lane_ = LANE_ID(ctx);                                                               \
+    (void)lane_, (void)ctx, (void)ws;                                                            \
+    const uint32_t mtiles = HSHARD_EVEN ? DN_MTILES : rows->mtiles;                              \
+    const uint32_t groups = (mtiles + MW - 1) / MW;                                              \
+    const uint32_t nsteps = w < groups ? (groups - w + nw - 1) / nw * DN_KSTEPS : 0;             \
+    u32x4 a[LANES][DW][MW][2], b[LANES][DX ? DX : 1][NT];                                        \
+    float acc[LANES][MW][NT][4];                                                                 \
+    FOR_LANES(L, Li)                                                                             \
+    UNROLL for (int q = 0; q < MW; q++) UNROLL for (int j = 0; j < NT; j++)                      \
+        UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                              \
+    if (nsteps == 0)                                                                             \
+      return;                                                                                    \
+    UNROLL for (int u = 0; u < DW; u++) DN_LOAD_AM(MW, u, u);                                    \
+    UNROLL for (int u = 0; u < DX; u++) DN_LOAD_B(NT, u, u);                                     \
+    for (uint32_t s0 = 0; s0 < nsteps; s0 += U_) {                                               \
+      UNROLL for (int u = 0; u < U_; u++) {                                                      \
+        uint32_t s = s0 + u;                                                                     \
+        if (DX == 0)                                                                             \
+          DN_LOAD_B(NT, 0, s);                                                                   \
+        UNROLL for (int j = 0; j < NT; j++) UNROLL for (int q = 0; q < MW; q++)                  \
+            UNROLL for (int half = 0; half < 2; half++)                                          \
+            warp_mma(acc[0][q][j], MW * NT * 4, a[0][u % DW][q], DW * MW * 2,                    \
+                     &b[0][u % (DX ? DX : 1)][j], (DX ? DX : 1) * NT, half);                     \
+        if (s + DW < nsteps)                                                                     \
+          DN_LOAD_AM(MW, u % DW, s + DW);                                                        \
+        if (DX && s + DX < nsteps)                                                               \
+          DN_LOAD_B(NT, u % (DX ? DX : 1), s + DX);                                              \
+        if ((s + 1) % DN_KSTEPS == 0) {                                                          \
+          uint32_t mg = w + nw * (s / DN_KSTEPS);                                                \
+          UNROLL for (int q = 0; q < MW; q++) {                                                  \
+            if (mg * MW + q < mtiles) {                                                          \
+              DN_STORE_OUT_P(NT, mg * MW + q, acc[Li][q]);                                       \
+            } else {                                                                             \
+              FOR_LANES(L, Li) UNROLL for (int j = 0; j < NT; j++)                               \
+                  UNROLL for (int i = 0; i < 4; i++) acc[Li][q][j][i] = 0.0f;                    \
+            }                                                                                    \
+          }                                                                                      \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+  }
+#define DN_MW_(NT, ...) DOWN_RUN_MW(NT, MOE_DN_MW, __VA_ARGS__)
+#define DN_MW(NT, ...) DN_MW_(NT, __VA_ARGS__)
+DN_MW(1, MOE_DN_MW_RING)
+DN_MW(2, MOE_DN_MW_RING)
+DN_MW(4, MOE_DN_MW_RING)
+#ifdef MOE_NT3
+DN_MW(3, MOE_DN_MW_RING)
+#endif
+/* 5-8 n-tiles keep one m-tile per pass and the default rings: groups of
+   two there hold twice the accumulators, and ptxas spilled hundreds of
+   bytes for the whole kernel. */
+DOWN_RUN(8, 8, 2, 1)
+#ifdef MOE_NT6
+DOWN_RUN(6, 8, 0, 1)
+#endif
+#ifdef MOE_NT_FINE
+DOWN_RUN(5, 8, 0, 1)
+DOWN_RUN(7, 8, 0, 1)
+#endif
+#else /* MOE_DN_MW */
 #if DN_BULK_ON
 #ifndef MOE_DN_BULK /* DW, DX and CH for 1, 2, 4 and 8 n-tiles */
 #define MOE_DN_BULK 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2
@@ -1339,6 +1435,7 @@ DN_RING_FINE_(7, MOE_DN_RING_FINE)
 #define DN_RING3_(...) DOWN_RUN(3, __VA_ARGS__, 1)
 DN_RING3_(MOE_DN_RING3)
 #endif
+#endif /* MOE_DN_MW */
 
 #if WGMMA
 /* down on warpgroups (moe_wgmma.h): block b is m-tiles 4 b .. 4 b + 3 of
