@@ -1091,6 +1091,9 @@ __attribute__((unused)) static inline void add_output(float *o, float v) {
    128 and 1024, level at 256 (bench/moe run AD; run Y's transpose by
    shuffles was slower). -DMOE_DN_RED1: one scalar red per accumulator,
    as before run AD. */
+#if defined(MOE_DN_RED1) && defined(MOE_DN_RED4)
+#error "MOE_DN_RED1 and MOE_DN_RED4 choose opposite output additions: give one"
+#endif
 #ifndef MOE_DN_RED1
 #define MOE_DN_RED4 1
 #endif
@@ -1307,6 +1310,9 @@ __attribute__((unused)) static inline const uint16_t *dn_a_ptr(const uint16_t *w
    m-tile loads that one again and stores nothing. */
 #if DN_BULK_ON
 #error "MOE_DN_MW takes the register rings, not MOE_BULK_DOWN"
+#endif
+#if MOE_DN_MW < 1
+#error "MOE_DN_MW is the m-tiles per group: 1 or more"
 #endif
 #ifndef MOE_DN_MW_RING
 #define MOE_DN_MW_RING 4, 2
