@@ -460,6 +460,14 @@ def cases():
             alt(".bklapartials", c["schedule"] + ", bulk 3x8, partials + last-arriver (probe)",
                 c["block"], None, ponly, cflags=bulk["cflags"] + " " + la,
                 workspace_bytes=bulk["workspace_bytes"])
+        if c["name"] in ("u8x4k", "u8x32k") and os.environ.get("CASES_PROBES"):
+            # run AE: the same tail bound on the uniform cases whose tasks
+            # have 2 blocks each (64 tasks: the probe's staging holds 64)
+            ponly = c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true"
+            alt(".partials", c["schedule"] + ", partials only (probe)", c["block"], None, ponly)
+            la = f"-DGQA_LAST_ARRIVER={c['lens'][0] // c['block']}"
+            alt(".lapartials", c["schedule"] + ", partials + last-arriver combine (probe)",
+                c["block"], None, ponly, cflags=la)
         if c["name"] == "u1x128k":
             # fewer, longer pieces (66 SMs, ~8 inputs per reduce) and twice as
             # many (two waves, ~33 inputs per reduce): how much the
