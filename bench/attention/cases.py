@@ -12,7 +12,8 @@ alternative plans (`alts`: df-schedule even-split, round_robin for the
 skewed batches, and the case's plan with the staged partial handler,
 `cflags` -DKV_STAGES=S and a workspace of `workspace_bytes`) that bench.py
 measures on the same inputs. CASES_AB=FLAGS adds a twin NAME.ab of every
-plan whose handlers are built with FLAGS too: a handler change against
+plan whose handlers are built with FLAGS too (FLAGS;FLAGS2;...: twins .ab,
+.ab2, ... one per set): a handler change against
 the handler as it is, plan for plan, in one call (with make_carry.sh's
 CARRY_PLANS naming the pairs; run Z: CASES_AB=-DKV_EARLY_K=0).
 
@@ -488,25 +489,31 @@ def cases():
         # links the device runtime built with FLAGS added
         # (scripts/gpu/make_runtime_bc.sh): an A/B of a runtime change on the
         # same plans in one call
-        add_twins(out, ".rt", f", runtime {rt_ab}", lambda p: {"rt_flags": rt_ab})
+        add_twins(out, [(".rt", f", runtime {rt_ab}", lambda p: {"rt_flags": rt_ab})])
     ab = os.environ.get("CASES_AB")
     if ab:
         # (CASES_AB=FLAGS only) a twin NAME.ab of every case's plan and of
         # every alternative, its handlers built with FLAGS added: an A/B of
         # a handler change on the same plans in one call (make the pairs
-        # wanted with CARRY_PLANS)
-        add_twins(out, ".ab", f", {ab}", lambda p: {
-            "cflags": " ".join(f for f in (p.get("cflags", ""), ab) if f)})
+        # wanted with CARRY_PLANS); FLAGS;FLAGS2;... makes .ab, .ab2, ...
+        def with_flags(f):
+            return lambda p: {"cflags": " ".join(x for x in (p.get("cflags", ""), f) if x)}
+        flags = [f.strip() for f in ab.split(";") if f.strip()]
+        add_twins(out, [(".ab" + (str(i + 1) if i else ""), f", {f}", with_flags(f))
+                        for i, f in enumerate(flags)])
     return out
 
 
-def add_twins(out, suffix, label, extra):
-    """A twin NAME+suffix of every case's plan and of every alternative:
-    its schedule + label, and the fields extra(plan) returns."""
+def add_twins(out, twins):
+    """For each (suffix, label, extra) of twins, a twin NAME+suffix of every
+    case's plan and of every alternative there was before: its schedule +
+    label, and the fields extra(plan) returns."""
     for c in out:
         plan = {k: c[k] for k in ("name", "schedule", "block", "model_us", "opts")}
-        c["alts"] += [{**p, "name": p["name"] + suffix, "schedule": p["schedule"] + label,
-                       **extra(p)} for p in [plan] + c["alts"]]
+        base = [plan] + c["alts"]
+        for suffix, label, extra in twins:
+            c["alts"] += [{**p, "name": p["name"] + suffix, "schedule": p["schedule"] + label,
+                           **extra(p)} for p in base]
 
 
 FAN_IN = 4        # most inputs per reduce (df-schedule reduce-fan-in)

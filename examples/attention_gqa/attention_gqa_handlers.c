@@ -97,6 +97,26 @@ static inline float weight(float m, float ref) {
 #else
 #define KV_L2 ".L2::128B"
 #endif
+/* The K/V load's cache operators: the default (0) streams through the
+   non-coherent path without allocating in L1; -DKV_LD_KIND=1..4 try the
+   coherent path without L1 allocation, L2 only (.cg), streaming (.cs.nc)
+   and L1 evict-first (bench/README.md, run AE). */
+#ifndef KV_LD_KIND
+#define KV_LD_KIND 0
+#endif
+#if KV_LD_KIND == 0
+#define KV_LD "ld.global.nc.L1::no_allocate"
+#elif KV_LD_KIND == 1
+#define KV_LD "ld.global.L1::no_allocate"
+#elif KV_LD_KIND == 2
+#define KV_LD "ld.global.cg"
+#elif KV_LD_KIND == 3
+#define KV_LD "ld.global.cs.nc"
+#elif KV_LD_KIND == 4
+#define KV_LD "ld.global.nc.L1::evict_first"
+#else
+#error "KV_LD_KIND must be 0..4"
+#endif
 #ifdef KV_EVICT_FIRST
 /* -DKV_EVICT_FIRST: the K/V rows ask the L2 to evict them first, so the
    stream does not push the plan's records and the reduce inputs out of
@@ -108,13 +128,13 @@ static inline uint64_t kv_policy(void) {
   return p;
 }
 static inline void ldg16(const _Float16 *p, uint32_t *r) {
-  __asm__("ld.global.nc.L1::no_allocate.L2::cache_hint" KV_L2 ".v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+  __asm__(KV_LD ".L2::cache_hint" KV_L2 ".v4.u32 {%0, %1, %2, %3}, [%4], %5;"
           : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
           : "l"(p), "l"(kv_policy()));
 }
 #else
 static inline void ldg16(const _Float16 *p, uint32_t *r) {
-  __asm__("ld.global.nc.L1::no_allocate" KV_L2 ".v4.u32 {%0, %1, %2, %3}, [%4];"
+  __asm__(KV_LD KV_L2 ".v4.u32 {%0, %1, %2, %3}, [%4];"
           : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
           : "l"(p));
 }
