@@ -432,43 +432,38 @@ def cases():
                 if b != c["block"]:
                     alt(f".b{b}", c["schedule"], b, makespan(tl, b, *SCHEDULES[c["schedule"]])[0],
                         c["opts"])
+        if c["name"] in ("u1x128k", "u8x4k", "u8x32k") and os.environ.get("CASES_PROBES"):
+            # the case's partials alone (df-schedule partial-only: no
+            # reduces, no output), to time them inside df's kernel against
+            # bench/smrate's harness of the same partial (run Z: 6-7 %
+            # slower in df's kernel, cause open), and with the last partial
+            # of each task combining the task in its handler (run AC;
+            # -DGQA_LAST_ARRIVER=N: N blocks per task, at most 64 tasks;
+            # correct results, no reduce or finalize instruction). Run AE
+            # added the uniform cases of 2 blocks per task.
+            ponly = c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true"
+            la = f"-DGQA_LAST_ARRIVER={c['lens'][0] // c['block']}"
+            alt(".partials", c["schedule"] + ", partials only (probe)", c["block"], None, ponly)
+            alt(".lapartials", c["schedule"] + ", partials + last-arriver combine (probe)",
+                c["block"], None, ponly, cflags=la)
         if c["name"] == "u1x128k" and os.environ.get("CASES_PROBES"):
             # timing probe, wrong results (CASES_PROBES=1 only): the
             # partial spins 125 us instead of streaming (run M)
             alt(".spin", c["schedule"] + ", spinning partial (probe)", c["block"], None,
                 c["opts"], cflags="-DPARTIAL_SPIN_NS=125000")
-            # the case's partials alone (df-schedule partial-only: no
-            # reduces, no output), to time them inside df's kernel against
-            # bench/smrate's harness of the same partial (run Z: 6-7 %
-            # slower in df's kernel, cause open)
-            ponly = c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true"
-            alt(".partials", c["schedule"] + ", partials only (probe)", c["block"], None, ponly)
             # run AD: the same keys cut evenly over all 132 SMs (4 of them
             # take two pieces) instead of 128 blocks of 8192: what the 4
             # idle SMs would add to the stream
             alt(".evenpartials", "even, partials only (probe)", EVEN_GRAN, None,
                 even_opts(SMS, False) + " partial-only=true")
-            # run AC: the partials alone with the bulk ring, and with the
-            # last partial of each head combining the head in its handler
-            # (-DGQA_LAST_ARRIVER=16: 16 blocks per head; correct results,
-            # no reduce or finalize instruction)
+            # run AC: the partials alone and with the last arriver, each
+            # with the bulk ring
             bulk = bulk_build(3, 8)
             alt(".bkpartials", c["schedule"] + ", bulk 3x8, partials only (probe)", c["block"],
                 None, ponly, **bulk)
-            la = f"-DGQA_LAST_ARRIVER={c['lens'][0] // c['block']}"
-            alt(".lapartials", c["schedule"] + ", partials + last-arriver combine (probe)",
-                c["block"], None, ponly, cflags=la)
             alt(".bklapartials", c["schedule"] + ", bulk 3x8, partials + last-arriver (probe)",
                 c["block"], None, ponly, cflags=bulk["cflags"] + " " + la,
                 workspace_bytes=bulk["workspace_bytes"])
-        if c["name"] in ("u8x4k", "u8x32k") and os.environ.get("CASES_PROBES"):
-            # run AE: the same tail bound on the uniform cases whose tasks
-            # have 2 blocks each (64 tasks: the probe's staging holds 64)
-            ponly = c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true"
-            alt(".partials", c["schedule"] + ", partials only (probe)", c["block"], None, ponly)
-            la = f"-DGQA_LAST_ARRIVER={c['lens'][0] // c['block']}"
-            alt(".lapartials", c["schedule"] + ", partials + last-arriver combine (probe)",
-                c["block"], None, ponly, cflags=la)
         if c["name"] == "u1x128k":
             # fewer, longer pieces (66 SMs, ~8 inputs per reduce) and twice as
             # many (two waves, ~33 inputs per reduce): how much the
