@@ -29,7 +29,7 @@
    workspace (the declaration needs df.workspace_bytes), S - 1 steps in
    flight, one register buffer, the warps merging through their rings
    (README.md; group arithmetic at the loop). Measured ~30 % slower than
-   the register path on the H200 (bench/README.md, run H): off by default.
+   the register path on the H200 (bench/attention/HISTORY.md, run H): off by default.
    With -DKV_BULK as well the ring is filled by one cp.async.bulk per K/V
    row on per-stage mbarriers (run AC: 2-4 % slower than the register
    path; examples/attention_gqa/README.md). */
@@ -87,7 +87,7 @@ static inline float weight(float m, float ref) {
 /* 16 bytes of a K/V row: read once, so not kept in L1. The L2 fetches
    whole 128-byte lines (.L2::128B): a K load's quarter warps ask for 64
    bytes of a line each, its two halves in separate instructions, and one
-   fetch per line was 1-3 us faster on every case (bench/README.md, run
+   fetch per line was 1-3 us faster on every case (bench/attention/HISTORY.md, run
    AC). -DKV_L2_HINT asks for 256 bytes instead (the default before run J:
    6-7 % slower), -DKV_L2_NONE for no hint (runs J-AB). */
 #ifdef KV_L2_HINT
@@ -100,7 +100,7 @@ static inline float weight(float m, float ref) {
 /* The K/V load's cache operators: the default (0) streams through the
    non-coherent path without allocating in L1; -DKV_LD_KIND=1..4 try the
    coherent path without L1 allocation, L2 only (.cg), streaming (.cs.nc)
-   and L1 evict-first (bench/README.md, run AE). */
+   and L1 evict-first (bench/attention/HISTORY.md, run AE). */
 #ifndef KV_LD_KIND
 #define KV_LD_KIND 0
 #endif
@@ -120,7 +120,7 @@ static inline float weight(float m, float ref) {
 #ifdef KV_EVICT_FIRST
 /* -DKV_EVICT_FIRST: the K/V rows ask the L2 to evict them first, so the
    stream does not push the plan's records and the reduce inputs out of
-   the L2 (an experiment: bench/README.md, run M). Not volatile: one
+   the L2 (an experiment: bench/attention/HISTORY.md, run M). Not volatile: one
    policy register per handler. */
 static inline uint64_t kv_policy(void) {
   uint64_t p;
@@ -352,7 +352,7 @@ void gqa_partial(const df_ctx *ctx) {
   const uint32_t warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const bool active = warp < warps;
 #ifdef PARTIAL_SPIN_NS
-  /* Timing probe (bench/README.md, run M; results are wrong): instead of
+  /* Timing probe (bench/attention/HISTORY.md, run M; results are wrong): instead of
      reading K/V the partial waits PARTIAL_SPIN_NS ns per 8192 keys and
      writes an empty state, so the reduce tree's tail can be timed without
      the stream's memory traffic. The real path stays in the kernel (the

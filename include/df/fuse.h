@@ -21,7 +21,7 @@ typedef struct df_fuse_options {
   /* No ITER in any group: a ranged handler's long loop stays out of
      composites, whose extra live state can spill inside it (the GQA
      decode partial: ITER -> FINALIZE composites ran 20-30 % slower,
-     bench/README.md run N); its REDUCE -> FINALIZE pairs still fuse. */
+     bench/attention/HISTORY.md run N); its REDUCE -> FINALIZE pairs still fuse. */
   bool no_iter;
 } df_fuse_options;
 
