@@ -41,8 +41,10 @@
 #    e.g. --df-resolve=off (run M: c2 1.7-2.3 % faster without the
 #    cluster-receive resolution),
 #    MOE_HANDLERS=FILE: another handler source, e.g. an earlier revision's
-#    from `git show REV:examples/moe/moe_fused_handlers.c`, for a before/after
-#    table (revisions with the Sync tensor: the program's tensor order);
+#    (`git archive REV examples/moe | tar -x -C DIR`, then
+#    DIR/examples/moe/moe_fused_handlers.c: clang finds its parts next to
+#    it before this tree's), for a before/after table (revisions with the
+#    Sync tensor: the program's tensor order);
 #    MOE_CFLAGS: extra clang flags, e.g. -DMOE_GU_RING=... ring
 #    depths; MOE_LAYOUT: extra df-layout-slots options, e.g.
 #    reuse-dead-shared=true; MOE_GU_STAGE=R: gate_up's 8-n-tile token rows
