@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the CPU machine: the warpgroup-GEMM comparison carry (examples/moe/
-# moe_wgmma.h, bench/moe/README.md run W), the same way in every session:
+# moe_wgmma.h, bench/moe/HISTORY.md run W), the same way in every session:
 # the shipped rows of scripts/gpu/make_all_carries.sh at their token counts
 # next to the wgmma builds of clusters of 3 (64-row tiles at 512 tokens:
 # 38 tasks in one round) and of 2, a probe without the wgmma instructions

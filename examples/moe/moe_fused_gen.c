@@ -15,7 +15,7 @@
    the shared memory. --tile auto takes the smallest of AUTO_TILES whose
    tiles all fit one round on the clusters (64 when none does): small
    tiles keep the GEMMs light and one round keeps every cluster busy once
-   (bench/moe/README.md, run U: the best measured tile at 128, 256, 512
+   (bench/moe/HISTORY.md, run U: the best measured tile at 128, 256, 512
    and 1024 tokens on 66 clusters of 2 was 16, 16, 20 and 40).
 
    Files in DIR:

@@ -15,7 +15,7 @@
 #define GU_WG_COPIES(NT) (LANES == 1 ? 2u : 8u * (NT) * 4)
 /* This thread's token copies' element offsets in X (k step 0), read once
    per task, not next to every copy (no load left in the k loop; no
-   faster on its own: bench/moe/README.md, run X call 4). */
+   faster on its own: bench/moe/HISTORY.md, run X call 4). */
 #define GU_WG_XS(NT)                                                                             \
   uint32_t xs_[GU_WG_COPIES(NT)];                                                                \
   UNROLL for (uint32_t r_ = 0; r_ < GU_WG_COPIES(NT); r_++) {                                    \

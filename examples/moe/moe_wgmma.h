@@ -22,7 +22,7 @@
    do not change. (A first version kept A in registers, fed by the
    register ring through a quad transpose: ptxas reused the fragment
    registers at once and serialised every wgmma behind a full wait;
-   bench/moe/README.md, run W.)
+   bench/moe/HISTORY.md, run W.)
 
    Every B operand and A tile is in the canonical no-swizzle K-major
    layout: 8x8 "core matrices" of 8 rows x 16 bytes, contiguous (128
@@ -282,7 +282,7 @@ static void wg_mmas_host(uint32_t nt, uint32_t mw, float *acc, uint32_t accs, co
    mbarrier per stage (the last stage's space holds them) instead of
    cp.async, its wait, the proxy fence and the named barrier; with bit
    256 too, gate_up copies no token rows and its stages hold A only (twice
-   as many in the same space). bench/moe/README.md, run X calls 5-7. */
+   as many in the same space). bench/moe/HISTORY.md, run X calls 5-7. */
 #define WG_BULK_PROBE ((MOE_WG_PROBE & 128) != 0)
 #if defined(__NVPTX__)
 static inline void wgb_init(sm_ptr bar, uint32_t n) {
@@ -356,7 +356,7 @@ static inline void wg_sts(sm_ptr dst, u32x4 v) {
                    : "memory");
 }
 /* volatile keeps the PTX order (R steps ahead); ptxas still moves most
-   of a block's loads to its last steps (bench/moe/README.md, run X) */
+   of a block's loads to its last steps (bench/moe/HISTORY.md, run X) */
 #define WR_LD(reg, src, ld)                                                                      \
   do {                                                                                           \
     uint32_t a_, b_, c_, d_;                                                                     \

@@ -15,7 +15,7 @@ void df_rt_poll_flag(const df_rt *rt, uint32_t flag, uint32_t epoch) {
   uint64_t a = df_gaddr(&rt->flags[flag]);
   /* Acquire loads (each invalidates L1, SASS CCTL.IVALL): polling with
      relaxed loads and one acquire fence after measured 0.3 us slower per
-     HBM edge on the H200 (bench/overhead/README.md). */
+     HBM edge on the H200 (bench/overhead/HISTORY.md, run H). */
   for (uint32_t n = 1; df_ptx_ld_acquire_gpu(a) < epoch; n++) {
     df_rt_check_abort(rt, n);
 #ifdef DF_RT_POLL_SLEEP_NS
