@@ -258,7 +258,7 @@ def run_case(c, carry: Path, copy_bw):
     # Alternatives missing from the carry (make_carry.sh CARRY_PLANS) are
     # left out.
     plans = [res] + [dict(res, name=a["name"], block=a["block"], schedule=a["schedule"],
-                          threads=a.get("threads", THREADS))
+                          threads=a.get("threads", THREADS), join=a.get("join"))
                      for a in c.get("alts", []) if (carry / f"{a['name']}.ptx").exists()]
     loaded = []
     try:
@@ -321,6 +321,20 @@ def baselines(c, sets, ref):
     return base
 
 
+JOIN_HEADER = 16    # gqa_join.h: a task's counter
+JOIN_SLOT = 4 * 4 + 4 * 128 * 2  # sizeof(gqa_inter): lse[4] f32, o[4][128] f16
+
+
+def join_tensors(res):
+    """SeqLens (int32 [B]) and a zeroed Join tensor (per task a counter and
+    res['join'] slots) of a handler-join plan. Launches share them: each
+    leaves the counters zero for the next."""
+    lens = res["lens"]
+    stride = JOIN_HEADER + res["join"] * JOIN_SLOT
+    return [torch.tensor(lens, dtype=torch.int32, device="cuda"),
+            torch.zeros(len(lens) * HKV * stride, dtype=torch.uint8, device="cuda")]
+
+
 def check_df(res, carry: Path, sets, ref):
     """Loads the plan res['name'], binds it to every input set and fills
     res with its error and determinism; returns (kernel, launches)."""
@@ -328,7 +342,11 @@ def check_df(res, carry: Path, sets, ref):
     dfk = DfKernel(carry / f"{name}.ptx", carry / f"{name}.dfplan", res["block"],
                    res.get("threads", THREADS))
     try:
-        idx = [dfk.bind(list(s)) for s in sets]
+        # a handler-join plan (cases.py ".join") also reads SeqLens and
+        # Join (examples/attention_gqa/gqa_join.h); the kernel keeps them
+        # alive, its executables hold only their addresses
+        dfk.join_tensors = join_tensors(res) if res.get("join") else []
+        idx = [dfk.bind(list(s) + dfk.join_tensors) for s in sets]
         o0 = sets[0][3]
         runs = []
         for _ in range(2):

@@ -432,6 +432,14 @@ def cases():
                 if b != c["block"]:
                     alt(f".b{b}", c["schedule"], b, makespan(tl, b, *SCHEDULES[c["schedule"]])[0],
                         c["opts"])
+        # the case's partials with the handler join (run AF;
+        # examples/attention_gqa/gqa_join.h): df schedules the ITERs only
+        # (partial-only), the partial that completes a task combines it and
+        # writes its O rows; bench.py binds the SeqLens and Join tensors
+        # (join = a task's slots: the blocks of LMAX keys)
+        alt(".join", c["schedule"] + ", partials + handler join", c["block"], None,
+            c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true",
+            cflags="-DGQA_JOIN", join=-(-c["lmax"] // c["block"]))
         if c["name"] in ("u1x128k", "u8x4k", "u8x32k") and os.environ.get("CASES_PROBES"):
             # the case's partials alone (df-schedule partial-only: no
             # reduces, no output), to time them inside df's kernel against

@@ -48,6 +48,15 @@ while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate
     prog="$tmp/attention_gqa_ws$ws.mlir"
     [ -e "$prog" ] || workspace_program "$gqa/attention_gqa.mlir" gqa_partial "$ws" >"$prog"
   fi
+  case " $extra " in
+  *" -DGQA_JOIN "*)
+    # The handler join (examples/attention_gqa/gqa_join.h) reads two more
+    # tensors, SeqLens and Join: a copy of the program whose finalize
+    # declares them, so they follow O in the program's tensor arguments.
+    src="$prog" prog="$tmp/attention_gqa_join$ws.mlir"
+    [ -e "$prog" ] || tensor_params_program "$src" gqa_finalize SeqLens Join >"$prog"
+    ;;
+  esac
   rtbc="${DF_RUNTIME_BC:-}"
   if [ "$rtf" != - ]; then
     # a twin whose kernel links the device runtime built with more flags

@@ -56,6 +56,10 @@
 #define AHEAD 0
 #endif
 
+#if defined(GQA_JOIN) && !defined(__NVPTX__)
+#error "GQA_JOIN is a GPU build (gqa_join.h): the host backend runs the reduce tree"
+#endif
+
 typedef struct gqa_inter {
   float lse[G];
   _Float16 o[G][D];
@@ -401,6 +405,8 @@ static inline void step(warp_state *st, const uint32_t *k, const uint32_t *v, co
   }
 }
 
+#include "gqa_join.h"
+
 #ifndef KV_STAGES
 void gqa_partial(const df_ctx *ctx) {
   const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
@@ -408,7 +414,11 @@ void gqa_partial(const df_ctx *ctx) {
   const _Float16 *Q = (const _Float16 *)df_ctx_tensor(ctx, 0);
   const _Float16 *Kt = (const _Float16 *)df_ctx_tensor(ctx, 1) + kv_row(seq, 0, hk);
   const _Float16 *Vt = (const _Float16 *)df_ctx_tensor(ctx, 2) + kv_row(seq, 0, hk);
+#ifdef GQA_JOIN
+  gqa_inter *out = join_out(ctx);
+#else
   gqa_inter *out = df_ctx_output(ctx);
+#endif
   const uint32_t tid = df_ctx_thread(ctx);
   uint32_t warps = df_ctx_threads(ctx) >> 5;
   warps = warps > MAX_WARPS ? MAX_WARPS : warps;
@@ -526,6 +536,9 @@ void gqa_partial(const df_ctx *ctx) {
   df_ctx_barrier(ctx); /* the static arrays are free for the next call */
 #ifdef GQA_LAST_ARRIVER
   last_arriver(ctx, out);
+#endif
+#ifdef GQA_JOIN
+  join_arrive(ctx, out);
 #endif
 #ifdef GQA_PROBE_TIMES
   if (tid == 0)

@@ -63,5 +63,29 @@ sys.stdout.write(text[:at] + f"df.workspace_bytes = {n}, " + text[at:])
 PY
 }
 
+# tensor_params_program PROGRAM HANDLER NAME...: PROGRAM on stdout with a
+# `!df.tensor` parameter per NAME appended to HANDLER's declaration and
+# its `df.params`: the program's tensor arguments gain NAMEs after those
+# of HANDLER's stage and the stages before it.
+tensor_params_program() {
+  python3 - "$@" <<'PY'
+import re, sys
+prog, handler, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+text = open(prog).read()
+decl = re.search(r"func\.func\s+private\s+@" + re.escape(handler) + r"\s*\(", text)
+if not decl or not names:
+    sys.exit(f"tensor_params_program: {prog}: no declaration of @{handler}, or no names")
+close = text.find(")", decl.end())
+params = text.find("df.params = [", close)
+nxt = text.find("func.func", decl.end())
+end = text.find("]", params)
+if params < 0 or (0 <= nxt < params) or end < 0:
+    sys.exit(f"tensor_params_program: {prog}: @{handler} has no df.params")
+text = (text[:close] + "".join(", !df.tensor" for _ in names) + text[close:end]
+        + "".join(f', "{n}"' for n in names) + text[end:])
+sys.stdout.write(text)
+PY
+}
+
 # rep N X: X repeated N times, comma-separated
 rep() { python3 -c "import sys; print(','.join([sys.argv[2]] * int(sys.argv[1])))" "$1" "$2"; }

@@ -1,0 +1,129 @@
+/* Part of attention_gqa_handlers.c (included by it after gqa_inter, G, D,
+   HQ, HKV, GQA_LMAX, LOG2E, ex2 and fmaxf_): the handler-level join
+   (-DGQA_JOIN; GPU only, the register path). README.md, "Handler join".
+
+   On a plan df schedules with `partial-only=true` (ITERs only, no REDUCE
+   or FINALIZE), each partial writes its result into its task's region of
+   the Join tensor instead of its output slot, adds the blocks it covers
+   to the task's counter with one release-acquire add, and the partial
+   whose add completes the task combines the task's slots in block order
+   and writes its O rows. The combine order is the blocks' order, so the
+   result does not depend on which partial arrives last: bitwise
+   deterministic. The last one also resets the counter, so a Join tensor
+   that is zero before the first launch is zero between launches (a launch
+   that stops part-way leaves it dirty: zero it again).
+
+   Tensors beyond the program's Q (0), K (1), V (2), O (3):
+     4 SeqLens int32 [B]   each sequence's key count, as the plan's lengths
+     5 Join    bytes       per task (seq * HKV + kv_head) a region of
+                           JOIN_HEADER bytes (the counter, uint32) and
+                           ceil(GQA_LMAX / block) slots of gqa_inter
+   The plan's pieces must start on block boundaries (every schedule but
+   even-split's): a piece covering several blocks writes its first block's
+   slot and marks the others empty (lse = -inf, weight 0). */
+#ifdef GQA_JOIN
+#ifdef KV_STAGES
+#error "GQA_JOIN is for the register path, not with KV_STAGES"
+#endif
+#ifdef GQA_LAST_ARRIVER
+#error "GQA_JOIN and the GQA_LAST_ARRIVER probe are alternatives"
+#endif
+
+enum { T_SEQ_LENS = 4, T_JOIN = 5 };
+#define JOIN_HEADER 16u
+#define JOIN_CHUNK 16u /* slots whose loads are in flight together */
+
+static inline uint64_t join_stride(uint32_t block) {
+  return JOIN_HEADER + (uint64_t)((GQA_LMAX + block - 1) / block) * sizeof(gqa_inter);
+}
+
+static inline uint8_t *join_region(const df_ctx *ctx) {
+  const uint32_t task = df_ctx_task_coord(ctx, 0) * HKV + df_ctx_task_coord(ctx, 1);
+  return (uint8_t *)df_ctx_tensor(ctx, T_JOIN) + task * join_stride(df_ctx_block_size(ctx));
+}
+
+/* The partial's result: its first block's slot in the task's region. */
+static inline gqa_inter *join_out(const df_ctx *ctx) {
+  const uint32_t block = df_ctx_block_size(ctx), begin = df_ctx_range_begin(ctx);
+  if (block == 0 || begin % block != 0)
+    __builtin_trap(); /* pieces off the block grid: not a plan for the join */
+  return (gqa_inter *)(join_region(ctx) + JOIN_HEADER) + begin / block;
+}
+
+static inline float join_ld_f(const float *p) {
+  float v;
+  __asm__ volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+static inline uint32_t join_ld_u32(const void *p) {
+  uint32_t v;
+  __asm__ volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
+static __attribute__((address_space(3))) uint32_t join_last;
+
+/* After the partial's result is in `mine` (every thread's stores): count
+   the partial, and if it completes its task, combine the task into O. */
+static void join_arrive(const df_ctx *ctx, gqa_inter *mine) {
+  const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
+  const uint32_t tid = df_ctx_thread(ctx), threads = df_ctx_threads(ctx);
+  const uint32_t block = df_ctx_block_size(ctx), cover = df_ctx_tiles(ctx);
+  uint8_t *region = join_region(ctx);
+  for (uint32_t i = tid; i < (cover - 1) * G; i += threads)
+    mine[1 + i / G].lse[i % G] = -__builtin_inff();
+  df_ctx_barrier(ctx); /* the CTA's stores before thread 0's release */
+  if (tid == 0) {
+    const uint32_t len = (uint32_t)((const int32_t *)df_ctx_tensor(ctx, T_SEQ_LENS))[seq];
+    const uint32_t total = (len + block - 1) / block;
+    uint32_t *count = (uint32_t *)region, old;
+    __asm__ volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
+                     : "=r"(old)
+                     : "l"(count), "r"(cover)
+                     : "memory");
+    join_last = old + cover == total ? total : 0;
+    if (join_last)
+      *count = 0; /* every piece has counted: zero for the next launch */
+  }
+  df_ctx_barrier(ctx); /* thread 0's acquire before everyone's loads */
+  const uint32_t total = join_last;
+  if (total == 0)
+    return;
+  const gqa_inter *in = (const gqa_inter *)(region + JOIN_HEADER);
+  float *O = (float *)df_ctx_tensor(ctx, 3) + ((uint64_t)seq * HQ + hk * G) * D;
+  for (uint32_t pair = tid; pair < G * D / 2; pair += threads) {
+    const uint32_t h = pair / (D / 2), d = 2 * (pair % (D / 2));
+    float M = -__builtin_inff(), S = 0.0f, a0 = 0.0f, a1 = 0.0f;
+    for (uint32_t c = 0; c < total; c += JOIN_CHUNK) {
+      float l[JOIN_CHUNK];
+      uint32_t o2[JOIN_CHUNK];
+      _Pragma("unroll") for (uint32_t i = 0; i < JOIN_CHUNK; i++) {
+        const bool in_task = c + i < total;
+        l[i] = in_task ? join_ld_f(&in[c + i].lse[h]) : -__builtin_inff();
+        o2[i] = in_task ? join_ld_u32(&in[c + i].o[h][d]) : 0u;
+      }
+      float m = M;
+      _Pragma("unroll") for (uint32_t i = 0; i < JOIN_CHUNK; i++) m = fmaxf_(m, l[i]);
+      /* slot 0 is a piece's first block, so m is finite from the first chunk */
+      const float s = ex2((M - m) * LOG2E);
+      S *= s;
+      a0 *= s;
+      a1 *= s;
+      _Pragma("unroll") for (uint32_t i = 0; i < JOIN_CHUNK; i++) {
+        const float w = ex2((l[i] - m) * LOG2E);
+        _Float16 lo, hi;
+        __builtin_memcpy(&lo, &o2[i], 2);
+        __builtin_memcpy(&hi, (const char *)&o2[i] + 2, 2);
+        S += w;
+        a0 += w * (float)lo;
+        a1 += w * (float)hi;
+      }
+      M = m;
+    }
+    O[h * D + d] = a0 / S;
+    O[h * D + d + 1] = a1 / S;
+  }
+  /* No barrier needed for join_last: a later call writes it only after
+     its own first barrier, which every thread reaches after reading it. */
+}
+#endif
