@@ -416,6 +416,7 @@ void gqa_partial(const df_ctx *ctx) {
   const _Float16 *Vt = (const _Float16 *)df_ctx_tensor(ctx, 2) + kv_row(seq, 0, hk);
 #ifdef GQA_JOIN
   gqa_inter *out = join_out(ctx);
+  float *const whole = join_whole(ctx);
 #else
   gqa_inter *out = df_ctx_output(ctx);
 #endif
@@ -529,6 +530,12 @@ void gqa_partial(const df_ctx *ctx) {
       L += red_l[w][h] * a;
       O += red_o[w][h][d] * a;
     }
+#ifdef GQA_JOIN
+    if (whole) {
+      whole[h * D + d] = O / L;
+      continue;
+    }
+#endif
     out->o[h][d] = (_Float16)(O / L);
     if (d == 0)
       out->lse[h] = (M + lg2(L)) * LN2;
@@ -538,7 +545,8 @@ void gqa_partial(const df_ctx *ctx) {
   last_arriver(ctx, out);
 #endif
 #ifdef GQA_JOIN
-  join_arrive(ctx, out);
+  if (!whole)
+    join_arrive(ctx, out);
 #endif
 #ifdef GQA_PROBE_TIMES
   if (tid == 0)

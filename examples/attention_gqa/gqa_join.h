@@ -20,7 +20,9 @@
                            ceil(GQA_LMAX / block) slots of gqa_inter
    The plan's pieces must start on block boundaries (every schedule but
    even-split's): a piece covering several blocks writes its first block's
-   slot and marks the others empty (lse = -inf, weight 0). */
+   slot and marks the others empty (lse = -inf, weight 0). A piece that is
+   its whole task writes its O rows directly and counts nothing
+   (join_whole). */
 #ifdef GQA_JOIN
 #ifdef KV_STAGES
 #error "GQA_JOIN is for the register path, not with KV_STAGES"
@@ -48,6 +50,18 @@ static inline gqa_inter *join_out(const df_ctx *ctx) {
   if (block == 0 || begin % block != 0)
     __builtin_trap(); /* pieces off the block grid: not a plan for the join */
   return (gqa_inter *)(join_region(ctx) + JOIN_HEADER) + begin / block;
+}
+
+/* The task's O rows when this piece is the whole task, else NULL: the
+   partial then writes its result there itself (f32, no staging, no
+   count), as the plan's FINALIZE of a one-block task would. Read at the
+   partial's start, so the load's latency hides under the stream. */
+static inline float *join_whole(const df_ctx *ctx) {
+  const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
+  const uint32_t len = (uint32_t)((const int32_t *)df_ctx_tensor(ctx, T_SEQ_LENS))[seq];
+  if (df_ctx_range_begin(ctx) != 0 || df_ctx_range_end(ctx) < len)
+    return (float *)0;
+  return (float *)df_ctx_tensor(ctx, 3) + ((uint64_t)seq * HQ + hk * G) * D;
 }
 
 static inline float join_ld_f(const float *p) {

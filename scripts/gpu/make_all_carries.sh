@@ -26,7 +26,7 @@ PRUNE='*.fuse.* *.spread.* *.loop.* u1x128k.even.fan4.* u1x128k.even264* u1x128k
   *.l2hint.* *.b2048.* *.b3072.* s16.b4096.* u8x32k.st2.* u8x32k.st3.* *.noskip.* *.fan0.*
   *.fan8.* *.table.* *.b4096.* *.direct.* *.rs4.* *.rs4f4.* *.poolb2048.* *.embed.*
   u8x32k.pool.* u64x4k.pool.* *.even.* s32.pool.* s64.pool.* *.rr.* *.pt80.* *.pt70.*
-  *.x2pt80.* *.fan0rf.* *.rf.* u64x4k.join.* s16.join.* s32.join.*'
+  *.x2pt80.* *.fan0rf.* *.rf.* *.l2none.*'
 (cd build-bench-carry && for p in $PRUNE; do rm -f $p; done)
 bash bench/overhead/make_carry.sh build-overhead-carry
 
