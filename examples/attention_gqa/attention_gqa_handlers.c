@@ -56,10 +56,6 @@
 #define AHEAD 0
 #endif
 
-#if defined(GQA_JOIN) && !defined(__NVPTX__)
-#error "GQA_JOIN is a GPU build (gqa_join.h): the host backend runs the reduce tree"
-#endif
-
 typedef struct gqa_inter {
   float lse[G];
   _Float16 o[G][D];
@@ -887,6 +883,8 @@ static inline float flog(float x) { return lg2(x) * LN2; }
 static inline float fexp(float x) { return expf(x); }
 static inline float flog(float x) { return logf(x); }
 
+#include "gqa_join.h"
+
 void gqa_partial(const df_ctx *ctx) {
   if (df_ctx_thread(ctx) == 0) {
     const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
@@ -894,7 +892,13 @@ void gqa_partial(const df_ctx *ctx) {
     const _Float16 *Q = (const _Float16 *)df_ctx_tensor(ctx, 0);
     const _Float16 *K = (const _Float16 *)df_ctx_tensor(ctx, 1);
     const _Float16 *V = (const _Float16 *)df_ctx_tensor(ctx, 2);
+#ifdef GQA_JOIN
+    gqa_inter *out = join_out(ctx);
+    float *const whole = join_whole(ctx);
+#else
     gqa_inter *out = df_ctx_output(ctx);
+    float *const whole = (float *)0;
+#endif
     for (int h = 0; h < G; h++) {
       const _Float16 *q = Q + ((uint64_t)seq * HQ + hk * G + h) * D;
       float m = -INFINITY, l = 0.0f, acc[D] = {0};
@@ -910,10 +914,18 @@ void gqa_partial(const df_ctx *ctx) {
           acc[d] = acc[d] * corr + w * (float)v[d];
         m = mn;
       }
-      for (int d = 0; d < D; d++)
-        out->o[h][d] = (_Float16)(acc[d] / l);
+      for (int d = 0; d < D; d++) {
+        if (whole)
+          whole[h * D + d] = acc[d] / l;
+        else
+          out->o[h][d] = (_Float16)(acc[d] / l);
+      }
       out->lse[h] = m + logf(l);
     }
+#ifdef GQA_JOIN
+    if (!whole)
+      join_arrive(ctx, out);
+#endif
   }
   df_ctx_barrier(ctx);
 }

@@ -12,9 +12,11 @@
 # and 4 (MOE4_SO: the handlers built with MOE_FULL=64 MOE_SHARDS=4), whole
 # and tile-segmented (transfer-tile-bytes), must give bit-identical outputs
 # that match the reference; tiled GQA equals untiled GQA bit for bit.
-# usage: examples_host_test.sh BIN GQA_SO MOE_SO MOE4_SO SRC WORK
+# The handler join (GQA_JOIN_SO: the GQA handlers built with -DGQA_JOIN) on
+# partial-only plans equals the reference, and leaves its counters zero.
+# usage: examples_host_test.sh BIN GQA_SO MOE_SO MOE4_SO SRC WORK GQA_JOIN_SO
 set -u
-bin=$1 gqa_so=$2 moe_so=$3 moe4_so=$4 src=$5 work=$6
+bin=$1 gqa_so=$2 moe_so=$3 moe4_so=$4 src=$5 work=$6 gqa_join_so=$7
 rm -rf "$work" && mkdir -p "$work"
 failures=0
 
@@ -101,6 +103,42 @@ done
 run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_cta.dfplan" \
   --replan "kv=$(rep 8 300),$(rep 8 200)" --task-extents 2,8 --per-cta-shared \
   --check "O=$work/gqa_ref2.npy:0.02:0.002"
+# The handler join (examples/attention_gqa/gqa_join.h): partial-only plans
+# (no REDUCE or FINALIZE) of a program whose finalize also declares SeqLens
+# and Join (scripts/gpu/carry_lib.sh); the partial completing a task
+# combines it. Blocks of 128 (3 and 2 pieces per task), blocks of 256
+# balanced (sequence 1's tasks are one piece: written directly), and 4
+# warm launches on one Join tensor: its counters are zero after them.
+(root=$src dir=$work/carry_lib && source "$src/scripts/gpu/carry_lib.sh" &&
+  tensor_params_program "$src/examples/attention_gqa/attention_gqa.mlir" gqa_finalize SeqLens Join \
+    >"$work/gqa_join.mlir") || exit 1
+for j in "join128:block-size=128" "join256:block-size=256 balance-iters=true"; do
+  "$bin/df-opt" "$work/gqa_join.mlir" \
+    --df-schedule="sm-count=4 cluster-size=2 range-lengths=kv:$(rep 8 384),$(rep 8 256) task-extents=2,8 partial-only=true ${j#*:}" \
+    --df-layout-slots="per-cta-shared=true" -o "$work/gqa_${j%%:*}.mlir" &&
+    "$bin/df-translate" --df-to-plan "$work/gqa_${j%%:*}.mlir" -o "$work/gqa_${j%%:*}.dfplan" || exit 1
+  n=$("$bin/df-translate" --df-plan-dump "$work/gqa_${j%%:*}.dfplan" | grep -cE "opcode=[23] ")
+  [ "$n" = 0 ] || { echo "FAIL: gqa_${j%%:*}: $n REDUCE/FINALIZE instructions"; failures=$((failures + 1)); }
+done
+printf '\x80\x01\x00\x00\x00\x01\x00\x00' >"$work/seq_lens.bin" # int32 384, 256
+# per task: 16 bytes of counter + ceil(512 / block) slots of 1040 bytes
+for jb in join128:128 join256:256; do
+  b=${jb#*:} stride=$((16 + (512 + ${jb#*:} - 1) / ${jb#*:} * 1040))
+  run 0 "check O: ok \(8192 elements" --backend=host --handlers "$gqa_join_so" --block-size "$b" \
+    --tensor Q=random:float16:2x32x128:11 --tensor K=random:float16:2x512x8x128:12 \
+    --tensor V=random:float16:2x512x8x128:13 --tensor O=zeros:float32:2x32x128 \
+    --tensor SeqLens=file:$work/seq_lens.bin:int32:2 --tensor Join=zeros:uint8:$((16 * stride)) \
+    --plan "$work/gqa_${jb%%:*}.dfplan" --warmup 3 --check "O=$work/gqa_ref.npy:0.02:0.002" \
+    --save "Join=$work/join_${jb%%:*}.bin"
+  python3 - "$work/join_${jb%%:*}.bin" "$stride" <<'PY' ||
+import sys
+data, stride = open(sys.argv[1], "rb").read(), int(sys.argv[2])
+bad = [t for t in range(16) if data[t * stride:t * stride + 4] != bytes(4)]
+sys.exit(f"counters of tasks {bad} not zero after the launches" if bad else 0)
+PY
+    { echo "FAIL: gqa_${jb%%:*}: the Join counters"; failures=$((failures + 1)); }
+done
+
 # The per-CTA layout needs less shared memory than the reference's.
 cta=$("$bin/df-translate" --df-plan-dump "$work/gqa_cta.dfplan" | sed -n 's/^  shared_memory_bytes=//p')
 whole=$("$bin/df-translate" --df-plan-dump "$work/gqa_ref_layout.dfplan" | sed -n 's/^  shared_memory_bytes=//p')
