@@ -57,6 +57,11 @@ static inline gqa_inter *join_out(const df_ctx *ctx) {
   return (gqa_inter *)(join_region(ctx) + JOIN_HEADER) + begin / block;
 }
 
+/* The task's sequence length (SeqLens[seq]). */
+static inline uint32_t join_len(const df_ctx *ctx) {
+  return (uint32_t)((const int32_t *)df_ctx_tensor(ctx, T_SEQ_LENS))[df_ctx_task_coord(ctx, 0)];
+}
+
 /* The task's O rows (f32 [G][D]). */
 static inline float *join_o(const df_ctx *ctx) {
   return (float *)df_ctx_tensor(ctx, 3) +
@@ -68,9 +73,7 @@ static inline float *join_o(const df_ctx *ctx) {
    count), as the plan's FINALIZE of a one-block task would. Read at the
    partial's start, so the load's latency hides under the stream. */
 static inline float *join_whole(const df_ctx *ctx) {
-  const uint32_t len =
-      (uint32_t)((const int32_t *)df_ctx_tensor(ctx, T_SEQ_LENS))[df_ctx_task_coord(ctx, 0)];
-  if (df_ctx_range_begin(ctx) != 0 || df_ctx_range_end(ctx) < len)
+  if (df_ctx_range_begin(ctx) != 0 || df_ctx_range_end(ctx) < join_len(ctx))
     return (float *)0;
   return join_o(ctx);
 }
@@ -82,49 +85,13 @@ static inline void join_mark_empty(gqa_inter *mine, uint32_t cover, uint32_t fir
     mine[1 + i / G].lse[i % G] = -__builtin_inff();
 }
 
-/* One head's element pair (h, d..d+1) of the task's O from its `total`
-   slots: an online LSE combine over chunks of JOIN_CHUNK slots in block
-   order, the loads of a chunk issued before their first use. */
-#define JOIN_COMBINE(in, total, h, d, LD_F, LD_U32, EX2, MAX, OUT)                               \
-  do {                                                                                           \
-    float M_ = -__builtin_inff(), S_ = 0.0f, a0_ = 0.0f, a1_ = 0.0f;                             \
-    for (uint32_t c_ = 0; c_ < (total); c_ += JOIN_CHUNK) {                                      \
-      float l_[JOIN_CHUNK];                                                                      \
-      uint32_t o2_[JOIN_CHUNK];                                                                  \
-      JOIN_UNROLL for (uint32_t i_ = 0; i_ < JOIN_CHUNK; i_++) {                           \
-        const bool in_task_ = c_ + i_ < (total);                                                 \
-        l_[i_] = in_task_ ? LD_F(&(in)[c_ + i_].lse[h]) : -__builtin_inff();                     \
-        o2_[i_] = in_task_ ? LD_U32(&(in)[c_ + i_].o[h][d]) : 0u;                                \
-      }                                                                                          \
-      float m_ = M_;                                                                             \
-      JOIN_UNROLL for (uint32_t i_ = 0; i_ < JOIN_CHUNK; i_++) m_ = MAX(m_, l_[i_]);       \
-      /* slot 0 is a piece's first block, so m_ is finite from the first chunk */                \
-      const float s_ = EX2((M_ - m_) * LOG2E);                                                   \
-      S_ *= s_;                                                                                  \
-      a0_ *= s_;                                                                                 \
-      a1_ *= s_;                                                                                 \
-      JOIN_UNROLL for (uint32_t i_ = 0; i_ < JOIN_CHUNK; i_++) {                           \
-        const float w_ = EX2((l_[i_] - m_) * LOG2E);                                             \
-        _Float16 lo_, hi_;                                                                       \
-        __builtin_memcpy(&lo_, &o2_[i_], 2);                                                     \
-        __builtin_memcpy(&hi_, (const char *)&o2_[i_] + 2, 2);                                   \
-        S_ += w_;                                                                                \
-        a0_ += w_ * (float)lo_;                                                                  \
-        a1_ += w_ * (float)hi_;                                                                  \
-      }                                                                                          \
-      M_ = m_;                                                                                   \
-    }                                                                                            \
-    (OUT)[(h) * D + (d)] = a0_ / S_;                                                             \
-    (OUT)[(h) * D + (d) + 1] = a1_ / S_;                                                         \
-  } while (0)
-
 /* The task's block count: ceil(SeqLens[seq] / block). */
 static inline uint32_t join_total(const df_ctx *ctx) {
-  const uint32_t len =
-      (uint32_t)((const int32_t *)df_ctx_tensor(ctx, T_SEQ_LENS))[df_ctx_task_coord(ctx, 0)];
-  return (len + df_ctx_block_size(ctx) - 1) / df_ctx_block_size(ctx);
+  return (join_len(ctx) + df_ctx_block_size(ctx) - 1) / df_ctx_block_size(ctx);
 }
 
+/* The slots' loads, exp2 and max of each backend: L2 loads on the GPU
+   (the slots were written by other SMs), plain ones on the host. */
 #if defined(__NVPTX__)
 static inline float join_ld_f(const float *p) {
   float v;
@@ -136,9 +103,57 @@ static inline uint32_t join_ld_u32(const void *p) {
   __asm__ volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
+static inline float join_ex2(float x) { return ex2(x); }
+static inline float join_max(float a, float b) { return fmaxf_(a, b); }
+#else
+static inline float join_ld_f(const float *p) { return *p; }
+static inline uint32_t join_ld_u32(const void *p) {
+  uint32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+static inline float join_ex2(float x) { return exp2f(x); }
+static inline float join_max(float a, float b) { return a > b ? a : b; }
+#endif
 
+/* One head's element pair (h, d..d+1) of the task's O from its `total`
+   slots: an online LSE combine over chunks of JOIN_CHUNK slots in block
+   order, the loads of a chunk issued before their first use. */
+static inline void join_combine_pair(const gqa_inter *in, uint32_t total, uint32_t h, uint32_t d,
+                                     float *O) {
+  float M = -__builtin_inff(), S = 0.0f, a0 = 0.0f, a1 = 0.0f;
+  for (uint32_t c = 0; c < total; c += JOIN_CHUNK) {
+    float l[JOIN_CHUNK];
+    uint32_t o2[JOIN_CHUNK];
+    JOIN_UNROLL for (uint32_t i = 0; i < JOIN_CHUNK; i++) {
+      const bool in_task = c + i < total;
+      l[i] = in_task ? join_ld_f(&in[c + i].lse[h]) : -__builtin_inff();
+      o2[i] = in_task ? join_ld_u32(&in[c + i].o[h][d]) : 0u;
+    }
+    float m = M;
+    JOIN_UNROLL for (uint32_t i = 0; i < JOIN_CHUNK; i++) m = join_max(m, l[i]);
+    /* slot 0 is a piece's first block, so m is finite from the first chunk */
+    const float s = join_ex2((M - m) * LOG2E);
+    S *= s;
+    a0 *= s;
+    a1 *= s;
+    JOIN_UNROLL for (uint32_t i = 0; i < JOIN_CHUNK; i++) {
+      const float w = join_ex2((l[i] - m) * LOG2E);
+      _Float16 lo, hi;
+      __builtin_memcpy(&lo, &o2[i], 2);
+      __builtin_memcpy(&hi, (const char *)&o2[i] + 2, 2);
+      S += w;
+      a0 += w * (float)lo;
+      a1 += w * (float)hi;
+    }
+    M = m;
+  }
+  O[h * D + d] = a0 / S;
+  O[h * D + d + 1] = a1 / S;
+}
+
+#if defined(__NVPTX__)
 static __attribute__((address_space(3))) uint32_t join_last;
-
 /* After the partial's result is in `mine` (every thread's stores): count
    the partial, and if it completes its task, combine the task into O. */
 static void join_arrive(const df_ctx *ctx, gqa_inter *mine) {
@@ -166,19 +181,12 @@ static void join_arrive(const df_ctx *ctx, gqa_inter *mine) {
   float *O = join_o(ctx);
   for (uint32_t pair = tid; pair < G * D / 2; pair += threads) {
     const uint32_t h = pair / (D / 2), d = 2 * (pair % (D / 2));
-    JOIN_COMBINE(in, total, h, d, join_ld_f, join_ld_u32, ex2, fmaxf_, O);
+    join_combine_pair(in, total, h, d, O);
   }
   /* No barrier needed for join_last: a later call writes it only after
      its own first barrier, which every thread reaches after reading it. */
 }
 #else /* host backend: thread 0 runs the partial; CTAs may run at once */
-static inline float join_ld_f(const float *p) { return *p; }
-static inline uint32_t join_ld_u32(const void *p) {
-  uint32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return v;
-}
-static inline float join_max(float a, float b) { return a > b ? a : b; }
 
 static void join_arrive(const df_ctx *ctx, gqa_inter *mine) {
   const uint32_t cover = df_ctx_tiles(ctx), total = join_total(ctx);
@@ -192,7 +200,7 @@ static void join_arrive(const df_ctx *ctx, gqa_inter *mine) {
   float *O = join_o(ctx);
   for (uint32_t pair = 0; pair < G * D / 2; pair++) {
     const uint32_t h = pair / (D / 2), d = 2 * (pair % (D / 2));
-    JOIN_COMBINE(in, total, h, d, join_ld_f, join_ld_u32, exp2f, join_max, O);
+    join_combine_pair(in, total, h, d, O);
   }
 }
 #endif
