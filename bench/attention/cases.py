@@ -447,16 +447,12 @@ def cases():
             # the case's partials alone (df-schedule partial-only: no
             # reduces, no output), to time them inside df's kernel against
             # bench/smrate's harness of the same partial (run Z: 6-7 %
-            # slower in df's kernel, cause open), and with the last partial
-            # of each task combining the task in its handler (run AC;
-            # -DGQA_LAST_ARRIVER=N: N blocks per task, at most 64 tasks;
-            # correct results, no reduce or finalize instruction). Run AE
-            # added the uniform cases of 2 blocks per task.
+            # slower in df's kernel, cause open) and against the .join
+            # plan's tail (runs AC-AE timed that tail with the
+            # last-arriver probe the join replaced, run AF). Run AE added
+            # the uniform cases of 2 blocks per task.
             ponly = c["opts"].replace(" skip-unary-reduce=true", "") + " partial-only=true"
-            la = f"-DGQA_LAST_ARRIVER={c['lens'][0] // c['block']}"
             alt(".partials", c["schedule"] + ", partials only (probe)", c["block"], None, ponly)
-            alt(".lapartials", c["schedule"] + ", partials + last-arriver combine (probe)",
-                c["block"], None, ponly, cflags=la)
         if c["name"] == "u1x128k" and os.environ.get("CASES_PROBES"):
             # timing probe, wrong results (CASES_PROBES=1 only): the
             # partial spins 125 us instead of streaming (run M)
@@ -467,14 +463,10 @@ def cases():
             # idle SMs would add to the stream
             alt(".evenpartials", "even, partials only (probe)", EVEN_GRAN, None,
                 even_opts(SMS, False) + " partial-only=true")
-            # run AC: the partials alone and with the last arriver, each
-            # with the bulk ring
+            # run AC: the partials alone with the bulk ring
             bulk = bulk_build(3, 8)
             alt(".bkpartials", c["schedule"] + ", bulk 3x8, partials only (probe)", c["block"],
                 None, ponly, **bulk)
-            alt(".bklapartials", c["schedule"] + ", bulk 3x8, partials + last-arriver (probe)",
-                c["block"], None, ponly, cflags=bulk["cflags"] + " " + la,
-                workspace_bytes=bulk["workspace_bytes"])
         if c["name"] == "u1x128k":
             # fewer, longer pieces (66 SMs, ~8 inputs per reduce) and twice as
             # many (two waves, ~33 inputs per reduce): how much the

@@ -176,137 +176,6 @@ static inline uint64_t probe_time(void) {
   return t;
 }
 #endif
-#ifdef GQA_LAST_ARRIVER
-/* Timing probe (run AC; with df-schedule partial-only=true, results
-   correct): the GQA_LAST_ARRIVER partials of a task stage their outputs in
-   global memory and count themselves; the last of them combines them in
-   block order and writes the task's O rows, so no reduce or finalize
-   instruction follows. It times the tail after the last partial without
-   the runtime's reduce path. Tasks < 64 and N blocks per task, else the
-   launch traps. */
-gqa_inter la_stage[64 * GQA_LAST_ARRIVER];
-uint32_t la_count[64];
-static __attribute__((address_space(3))) uint32_t la_last;
-static inline float ldcg_f(const float *p) {
-  float v;
-  __asm__ volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
-  return v;
-}
-static inline uint32_t ldcg_h2(const void *p) {
-  uint32_t v;
-  __asm__ volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p));
-  return v;
-}
-__attribute__((unused)) static inline void fence_gpu(void) {
-  __asm__ volatile("fence.acq_rel.gpu;" ::: "memory");
-}
-#ifndef GQA_LA_FORM
-#define GQA_LA_FORM 1
-#endif
-#if GQA_LA_FORM == 2
-/* Form 2 (run AF): one release-acquire add by thread 0 after the CTA
-   barrier instead of a fence in every thread (the barrier orders the
-   CTA's stores before the release, as a semaphore's release does), and
-   every input's lse and o of a thread's pair loaded before the first use:
-   one L2 round trip for the combine instead of two. */
-static void last_arriver(const df_ctx *ctx, const gqa_inter *out) {
-  const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
-  const uint32_t task = seq * HKV + hk, b = df_ctx_range_begin(ctx) / df_ctx_block_size(ctx);
-  const uint32_t tid = df_ctx_thread(ctx), threads = df_ctx_threads(ctx);
-  if (task >= 64 || b >= GQA_LAST_ARRIVER)
-    __builtin_trap();
-  gqa_inter *mine = &la_stage[task * GQA_LAST_ARRIVER + b];
-  for (uint32_t i = tid; i < sizeof(gqa_inter) / 4; i += threads)
-    ((uint32_t *)mine)[i] = ((const uint32_t *)out)[i];
-  df_ctx_barrier(ctx);
-  if (tid == 0) {
-    uint32_t old;
-    __asm__ volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
-                     : "=r"(old)
-                     : "l"(&la_count[task])
-                     : "memory");
-    la_last = old == GQA_LAST_ARRIVER - 1;
-    if (la_last)
-      la_count[task] = 0;
-  }
-  df_ctx_barrier(ctx);
-  if (la_last) {
-    const gqa_inter *in = &la_stage[task * GQA_LAST_ARRIVER];
-    float *O = (float *)df_ctx_tensor(ctx, 3) + ((uint64_t)seq * HQ + hk * G) * D;
-    for (uint32_t pair = tid; pair < G * D / 2; pair += threads) {
-      const uint32_t h = pair / (D / 2), d = 2 * (pair % (D / 2));
-      float l[GQA_LAST_ARRIVER];
-      uint32_t o2[GQA_LAST_ARRIVER];
-      _Pragma("unroll") for (uint32_t i = 0; i < GQA_LAST_ARRIVER; i++) {
-        l[i] = ldcg_f(&in[i].lse[h]);
-        o2[i] = ldcg_h2(&in[i].o[h][d]);
-      }
-      float mx = -__builtin_inff();
-      _Pragma("unroll") for (uint32_t i = 0; i < GQA_LAST_ARRIVER; i++) mx = fmaxf_(mx, l[i]);
-      float sum = 0.0f, a0 = 0.0f, a1 = 0.0f;
-      _Pragma("unroll") for (uint32_t i = 0; i < GQA_LAST_ARRIVER; i++) {
-        float w = ex2((l[i] - mx) * LOG2E);
-        _Float16 lo, hi;
-        __builtin_memcpy(&lo, &o2[i], 2);
-        __builtin_memcpy(&hi, (const char *)&o2[i] + 2, 2);
-        sum += w;
-        a0 += w * (float)lo;
-        a1 += w * (float)hi;
-      }
-      O[h * D + d] = a0 / sum;
-      O[h * D + d + 1] = a1 / sum;
-    }
-  }
-  df_ctx_barrier(ctx);
-}
-#else
-static void last_arriver(const df_ctx *ctx, const gqa_inter *out) {
-  const uint32_t seq = df_ctx_task_coord(ctx, 0), hk = df_ctx_task_coord(ctx, 1);
-  const uint32_t task = seq * HKV + hk, b = df_ctx_range_begin(ctx) / df_ctx_block_size(ctx);
-  const uint32_t tid = df_ctx_thread(ctx), threads = df_ctx_threads(ctx);
-  if (task >= 64 || b >= GQA_LAST_ARRIVER)
-    __builtin_trap(); /* a plan this probe was not built for: fail the launch, do not corrupt */
-  gqa_inter *mine = &la_stage[task * GQA_LAST_ARRIVER + b];
-  for (uint32_t i = tid; i < sizeof(gqa_inter) / 4; i += threads)
-    ((uint32_t *)mine)[i] = ((const uint32_t *)out)[i];
-  fence_gpu();
-  df_ctx_barrier(ctx);
-  if (tid == 0) {
-    uint32_t old;
-    __asm__ volatile("atom.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(&la_count[task]) : "memory");
-    la_last = old == GQA_LAST_ARRIVER - 1;
-    if (la_last)
-      la_count[task] = 0; /* every partial has counted: ready for the next launch */
-    fence_gpu();
-  }
-  df_ctx_barrier(ctx);
-  if (la_last) {
-    const gqa_inter *in = &la_stage[task * GQA_LAST_ARRIVER];
-    float *O = (float *)df_ctx_tensor(ctx, 3) + ((uint64_t)seq * HQ + hk * G) * D;
-    for (uint32_t pair = tid; pair < G * D / 2; pair += threads) {
-      const uint32_t h = pair / (D / 2), d = 2 * (pair % (D / 2));
-      float mx = -__builtin_inff();
-      for (uint32_t i = 0; i < GQA_LAST_ARRIVER; i++)
-        mx = fmaxf_(mx, ldcg_f(&in[i].lse[h]));
-      float sum = 0.0f, a0 = 0.0f, a1 = 0.0f;
-      _Pragma("unroll") for (uint32_t i = 0; i < GQA_LAST_ARRIVER; i++) {
-        float w = ex2((ldcg_f(&in[i].lse[h]) - mx) * LOG2E);
-        uint32_t o2 = ldcg_h2(&in[i].o[h][d]);
-        _Float16 lo, hi;
-        __builtin_memcpy(&lo, &o2, 2);
-        __builtin_memcpy(&hi, (const char *)&o2 + 2, 2);
-        sum += w;
-        a0 += w * (float)lo;
-        a1 += w * (float)hi;
-      }
-      O[h * D + d] = a0 / sum;
-      O[h * D + d + 1] = a1 / sum;
-    }
-  }
-  df_ctx_barrier(ctx);
-}
-#endif /* GQA_LA_FORM */
-#endif
 
 #ifndef KV_STAGES
 static __attribute__((address_space(3))) float red_o[MAX_WARPS][G][D];
@@ -537,9 +406,6 @@ void gqa_partial(const df_ctx *ctx) {
       out->lse[h] = (M + lg2(L)) * LN2;
   }
   df_ctx_barrier(ctx); /* the static arrays are free for the next call */
-#ifdef GQA_LAST_ARRIVER
-  last_arriver(ctx, out);
-#endif
 #ifdef GQA_JOIN
   if (!whole)
     join_arrive(ctx, out);
@@ -867,9 +733,6 @@ void gqa_partial(const df_ctx *ctx) {
       out->lse[h] = (M + lg2(L)) * LN2;
   }
   df_ctx_barrier(ctx); /* the workspace is free for the next handler */
-#ifdef GQA_LAST_ARRIVER
-  last_arriver(ctx, out);
-#endif
 }
 #endif
 

@@ -27,9 +27,6 @@
 #ifdef KV_STAGES
 #error "GQA_JOIN is for the register path, not with KV_STAGES"
 #endif
-#ifdef GQA_LAST_ARRIVER
-#error "GQA_JOIN and the GQA_LAST_ARRIVER probe are alternatives"
-#endif
 
 enum { T_SEQ_LENS = 4, T_JOIN = 5 };
 #define JOIN_HEADER 16u
