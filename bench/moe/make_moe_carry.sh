@@ -37,6 +37,8 @@
 #    MOE_TILE: most tokens per task (moe_fused_gen --tile, default 64 =
 #    the handlers' MOE_TT; smaller tiles make more, lighter tasks; auto:
 #    the smallest of 16-64 whose tasks fit one round on the clusters),
+#    MOE_PER_CLUSTER: most tasks per cluster (moe_fused_gen
+#    --per-cluster, default 2; every task's slots stay in shared memory),
 #    MOE_KERNEL_OPTS: df-translate kernel options for the variant's kernel,
 #    e.g. --df-resolve=off (run M: c2 1.7-2.3 % faster without the
 #    cluster-receive resolution),
@@ -145,7 +147,7 @@ for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
     d="$vd/t$t"
     mkdir -p "$d"
     "$bin/moe_fused_gen" "$d" --experts 32 --tokens "$t" --clusters $((sms / cs)) --shards "$cs" --seed "$seed" \
-      --tile "${MOE_TILE:-64}" >"$d/gen.txt"
+      --tile "${MOE_TILE:-64}" --per-cluster "${MOE_PER_CLUSTER:-2}" >"$d/gen.txt"
     "$bin/df-opt" "$tmp/moe$cs.mlir" \
       --df-schedule="sm-count=$sms cluster-size=$cs block-size=64 $(cat "$d/schedule.txt")" \
       --df-layout-slots="per-cta-shared=true ${MOE_LAYOUT:-}" -o "$tmp/plan.mlir"
