@@ -1,6 +1,21 @@
 /* Start-up and end of the persistent kernel (REFERENCE 6). */
 #include "runtime.h"
 
+/* Peers touch this CTA's shared memory only through the cluster comms
+   (sends, receives' remote arrivals, releases, gated pushes), so a kernel
+   built without them skips the cluster barriers at its start and end: the
+   handler-join plans (partials only, no comms) start and end 0.5-1.2 us
+   sooner on clusters of 2 (bench/attention run AG). A/B build switch
+   -DDF_RT_CLUSTER_BARRIERS_ALWAYS puts them back in every clustered
+   launch. */
+#ifdef DF_RT_CLUSTER_BARRIERS_ALWAYS
+#define CLUSTER_BARRIERS(rt) df_rt_clustered(rt)
+#else
+#define CLUSTER_BARRIERS(rt)                                                                     \
+  (df_rt_clustered(rt) && DF_HAS(DF_FEATURE_CLUSTER_SEND | DF_FEATURE_CLUSTER_RECV |             \
+                                 DF_FEATURE_RELEASE | DF_FEATURE_GATED))
+#endif
+
 /* Leader: init this queue's receive barriers and every ACK barrier (count
    1), clear the ACK and issued bit-words; then make the inits visible to
    the cluster before any peer may arrive on them. All ACK barriers are
@@ -26,10 +41,10 @@ void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_
     df_ptx_fence_mbarrier_init();
     df_ptx_fence_proxy_async_shared();
   }
-  /* A cluster-wide barrier whenever the launch has clusters: whether a
-     peer sends to us is a property of the whole plan, and every CTA of the
-     cluster must take the same branch. */
-  if (df_rt_clustered(rt))
+  /* A cluster-wide barrier whenever the kernel has cluster comms: whether
+     a peer sends to us is a property of the whole plan, and every CTA of
+     the cluster takes the same branch. */
+  if (CLUSTER_BARRIERS(rt))
     df_ptx_cluster_sync();
   else
     df_ptx_bar_sync();
@@ -41,6 +56,6 @@ void df_rt_startup(const df_rt *rt, const uint32_t *init_indices, uint32_t init_
 void df_rt_finish(const df_rt *rt) {
   if (DF_HAS(DF_FEATURE_CLUSTER_SEND) && df_rt_leader(rt))
     df_ptx_bulk_wait_read_all();
-  if (df_rt_clustered(rt))
+  if (CLUSTER_BARRIERS(rt))
     df_ptx_cluster_sync();
 }
