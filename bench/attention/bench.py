@@ -321,16 +321,24 @@ def baselines(c, sets, ref):
     return base
 
 
-JOIN_HEADER = 16    # gqa_join.h: a task's counter
+JOIN_HEADER = 16    # gqa_join.h: a task's counter (then one flag per slot)
 JOIN_SLOT = 4 * 4 + 4 * 128 * 2  # sizeof(gqa_inter): lse[4] f32, o[4][128] f16
 
 
+def join_stride(slots):
+    """Bytes of one task's region of the Join tensor (gqa_join.h
+    join_stride): the counter, the slots' flags padded to 16 bytes, the
+    slots."""
+    return JOIN_HEADER + (4 * slots + 15) // 16 * 16 + slots * JOIN_SLOT
+
+
 def join_tensors(res):
-    """SeqLens (int32 [B]) and a zeroed Join tensor (per task a counter and
-    res['join'] slots) of a handler-join plan. Launches share them: each
-    leaves the counters zero for the next."""
+    """SeqLens (int32 [B]) and a zeroed Join tensor (per task a counter,
+    res['join'] flags and res['join'] slots) of a handler-join plan.
+    Launches share them: each leaves the counters and flags zero for the
+    next."""
     lens = res["lens"]
-    stride = JOIN_HEADER + res["join"] * JOIN_SLOT
+    stride = join_stride(res["join"])
     return [torch.tensor(lens, dtype=torch.int32, device="cuda"),
             torch.zeros(len(lens) * HKV * stride, dtype=torch.uint8, device="cuda")]
 

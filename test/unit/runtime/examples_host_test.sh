@@ -123,9 +123,11 @@ for j in "join128:block-size=128" "join256:block-size=256 balance-iters=true"; d
   [ "$n" = 0 ] || { echo "FAIL: gqa_${j%%:*}: $n REDUCE/FINALIZE instructions"; failures=$((failures + 1)); }
 done
 printf '\x80\x01\x00\x00\x00\x01\x00\x00' >"$work/seq_lens.bin" # int32 384, 256
-# per task: 16 bytes of counter + ceil(512 / block) slots of 1040 bytes
+# per task: 16 bytes of counter, a flag per slot (padded to 16 bytes) and
+# ceil(512 / block) slots of 1040 bytes
 for jb in join128:128 join256:256; do
-  b=${jb#*:} stride=$((16 + (512 + ${jb#*:} - 1) / ${jb#*:} * 1040))
+  b=${jb#*:} nb=$(((512 + ${jb#*:} - 1) / ${jb#*:}))
+  stride=$((16 + (4 * nb + 15) / 16 * 16 + nb * 1040))
   for r in a b; do
     run 0 "check O: ok \(8192 elements" --backend=host --handlers "$gqa_join_so" --block-size "$b" \
       --tensor Q=random:float16:2x32x128:11 --tensor K=random:float16:2x512x8x128:12 \
@@ -136,13 +138,13 @@ for jb in join128:128 join256:256; do
   done
   cmp -s "$work/o_${jb%%:*}_a.npy" "$work/o_${jb%%:*}_b.npy" ||
     { echo "FAIL: gqa_${jb%%:*}: two runs differ"; failures=$((failures + 1)); }
-  python3 - "$work/join_${jb%%:*}.bin" "$stride" <<'PY' ||
+  python3 - "$work/join_${jb%%:*}.bin" "$stride" "$nb" <<'PY' ||
 import sys
-data, stride = open(sys.argv[1], "rb").read(), int(sys.argv[2])
-bad = [t for t in range(16) if data[t * stride:t * stride + 4] != bytes(4)]
-sys.exit(f"counters of tasks {bad} not zero after the launches" if bad else 0)
+data, stride, nb = open(sys.argv[1], "rb").read(), int(sys.argv[2]), int(sys.argv[3])
+bad = [t for t in range(16) if data[t * stride:t * stride + 16 + 4 * nb] != bytes(16 + 4 * nb)]
+sys.exit(f"counters or flags of tasks {bad} not zero after the launches" if bad else 0)
 PY
-    { echo "FAIL: gqa_${jb%%:*}: the Join counters"; failures=$((failures + 1)); }
+    { echo "FAIL: gqa_${jb%%:*}: the Join counters and flags"; failures=$((failures + 1)); }
 done
 
 # The per-CTA layout needs less shared memory than the reference's.
