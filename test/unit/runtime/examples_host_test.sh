@@ -106,15 +106,16 @@ run 0 "check O: ok \(8192 elements" "${gqa[@]}" --plan "$work/gqa_cta.dfplan" \
 # The handler join (examples/attention_gqa/gqa_join.h): partial-only plans
 # (no REDUCE or FINALIZE) of a program whose finalize also declares SeqLens
 # and Join (scripts/gpu/carry_lib.sh); the partial completing a task
-# combines it. Blocks of 128 (3 and 2 pieces per task), blocks of 256
-# balanced (sequence 1's tasks are one piece: written directly), and 4
+# combines it. Blocks of 64 (6 and 4 pieces per task, each setting its
+# flag), of 128 (3 and 2), blocks of 256 balanced
+# (sequence 1's tasks are one piece: written directly), and 4
 # warm launches on one Join tensor: its counters are zero after them. Two
 # runs give the same O bytes (the combine goes in block order, whichever
 # piece arrives last).
 (root=$src dir=$work/carry_lib && source "$src/scripts/gpu/carry_lib.sh" &&
   tensor_params_program "$src/examples/attention_gqa/attention_gqa.mlir" gqa_finalize SeqLens Join \
     >"$work/gqa_join.mlir") || exit 1
-for j in "join128:block-size=128" "join256:block-size=256 balance-iters=true"; do
+for j in "join64:block-size=64" "join128:block-size=128" "join256:block-size=256 balance-iters=true"; do
   "$bin/df-opt" "$work/gqa_join.mlir" \
     --df-schedule="sm-count=4 cluster-size=2 range-lengths=kv:$(rep 8 384),$(rep 8 256) task-extents=2,8 partial-only=true ${j#*:}" \
     --df-layout-slots="per-cta-shared=true" -o "$work/gqa_${j%%:*}.mlir" &&
@@ -125,7 +126,7 @@ done
 printf '\x80\x01\x00\x00\x00\x01\x00\x00' >"$work/seq_lens.bin" # int32 384, 256
 # per task: 16 bytes of counter, a flag per slot (padded to 16 bytes) and
 # ceil(512 / block) slots of 1040 bytes
-for jb in join128:128 join256:256; do
+for jb in join64:64 join128:128 join256:256; do
   b=${jb#*:} nb=$(((512 + ${jb#*:} - 1) / ${jb#*:}))
   stride=$((16 + (4 * nb + 15) / 16 * 16 + nb * 1040))
   for r in a b; do
