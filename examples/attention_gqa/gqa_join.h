@@ -164,6 +164,18 @@ static inline void join_combine_pair(const gqa_inter *in, uint32_t total, uint32
   O[h * D + d + 1] = a1 / S;
 }
 
+/* The task's O rows from its `total` slots in `region`: the element pairs
+   first, first + stride, ... (a CTA's threads share them out). */
+static inline void join_combine(const df_ctx *ctx, uint8_t *region, uint32_t total,
+                                uint32_t first, uint32_t stride) {
+  const gqa_inter *in = (const gqa_inter *)(region + join_header(df_ctx_block_size(ctx)));
+  float *O = join_o(ctx);
+  for (uint32_t pair = first; pair < G * D / 2; pair += stride) {
+    const uint32_t h = pair / (D / 2), d = 2 * (pair % (D / 2));
+    join_combine_pair(in, total, h, d, O);
+  }
+}
+
 #if defined(__NVPTX__)
 static __attribute__((address_space(3))) uint32_t join_last;
 #ifdef GQA_JOIN_ACQ_REL
@@ -190,12 +202,7 @@ static void join_arrive(const df_ctx *ctx, gqa_inter *mine) {
   const uint32_t total = join_last;
   if (total == 0)
     return;
-  const gqa_inter *in = (const gqa_inter *)(region + join_header(df_ctx_block_size(ctx)));
-  float *O = join_o(ctx);
-  for (uint32_t pair = tid; pair < G * D / 2; pair += threads) {
-    const uint32_t h = pair / (D / 2), d = 2 * (pair % (D / 2));
-    join_combine_pair(in, total, h, d, O);
-  }
+  join_combine(ctx, region, total, tid, threads);
   /* No barrier needed for join_last: a later call writes it only after
      its own first barrier, which every thread reaches after reading it. */
 }
@@ -250,12 +257,7 @@ static void join_arrive(const df_ctx *ctx, gqa_inter *mine) {
           ;
     df_ctx_barrier(ctx);
   }
-  const gqa_inter *in = (const gqa_inter *)(region + join_header(block));
-  float *O = join_o(ctx);
-  for (uint32_t pair = tid; pair < G * D / 2; pair += threads) {
-    const uint32_t h = pair / (D / 2), d = 2 * (pair % (D / 2));
-    join_combine_pair(in, total, h, d, O);
-  }
+  join_combine(ctx, region, total, tid, threads);
   /* Every piece has counted and published: zero the counter and the flags
      for the next launch (which starts after this grid ends). */
   if (tid == 0)
@@ -285,12 +287,7 @@ static void join_arrive(const df_ctx *ctx, gqa_inter *mine) {
     if (i < first || i >= first + cover)
       while (__atomic_load_n(flags + i, __ATOMIC_ACQUIRE) == 0u)
         ;
-  const gqa_inter *in = (const gqa_inter *)(region + join_header(block));
-  float *O = join_o(ctx);
-  for (uint32_t pair = 0; pair < G * D / 2; pair++) {
-    const uint32_t h = pair / (D / 2), d = 2 * (pair % (D / 2));
-    join_combine_pair(in, total, h, d, O);
-  }
+  join_combine(ctx, region, total, 0, 1);
   __atomic_store_n(count, 0u, __ATOMIC_RELAXED);
   for (uint32_t i = 0; i < total; i++)
     __atomic_store_n(flags + i, 0u, __ATOMIC_RELAXED);
