@@ -17,6 +17,9 @@ plan whose handlers are built with FLAGS too (FLAGS;FLAGS2;...: twins .ab,
 the handler as it is, plan for plan, in one call (with make_carry.sh's
 CARRY_PLANS naming the pairs; run Z: CASES_AB=-DKV_EARLY_K=0).
 
+DF_SMS: the card's SM count (default 132, the H200's and H100 SXM's; an
+even number: the plans run clusters of 2), as make_carry.sh passes it.
+
 usage: cases.py OUT.json   (also prints one line per case)"""
 import heapq
 import json
@@ -25,7 +28,16 @@ import os
 import random
 import sys
 
-SMS = 132
+
+def card_sms(text):
+    """The SM count the plans are made for: DF_SMS, a positive even number."""
+    if not text.isdigit() or int(text) < 2 or int(text) % 2:
+        sys.exit(f"cases.py: DF_SMS='{text}': the card's SM count, an even number of at "
+                 "least 2 (the plans run clusters of 2)")
+    return int(text)
+
+
+SMS = card_sms(os.environ.get("DF_SMS", "132"))
 HKV = 8
 ROW_BYTES = 2 * 128 * 2          # one K row + one V row of one KV head (fp16)
 SM_BYTES_PER_US = 4.0e12 / SMS / 1e6  # an SM's share of ~4 TB/s

@@ -4,7 +4,7 @@
 # one plan blob per case of bench/attention/cases.py (lengths, LMAX and the
 # chosen block size in DIR/cases.json). Handlers:
 # examples/attention_gqa/attention_gqa_handlers.c with GQA_LMAX = the case's
-# KV capacity. Plans: 132 SMs, cluster 2, all_at_once with the placement the
+# KV capacity. Plans: 132 SMs (DF_SMS: the card's, carry_lib.sh df_sms), cluster 2, all_at_once with the placement the
 # model of cases.py prefers (round_robin, + defer-reduces, + balance-iters),
 # per-CTA shared layout, HBM staging copies; plus each case's alternative
 # plans (cases.json "alts": even-split, round_robin, same kernel, with the
@@ -20,7 +20,8 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_carry.sh DIR}"
 # shellcheck source=scripts/gpu/carry_lib.sh
 source "$root/scripts/gpu/carry_lib.sh"
-python3 "$root/bench/attention/cases.py" "$dir/cases.json"
+sms=$(df_sms 2)
+DF_SMS=$sms python3 "$root/bench/attention/cases.py" "$dir/cases.json"
 gqa="$root/examples/attention_gqa"
 python3 - "$dir/cases.json" >"$tmp/list" <<'PY'
 import json, sys
@@ -66,7 +67,7 @@ while IFS=$'\t' read -r name lmax block extra ws seqs lens opts passes translate
     [ -e "$rtbc" ] || bash "$root/scripts/gpu/make_runtime_bc.sh" "$rtbc" "$root" $rtf
   fi
   DF_RUNTIME_BC="$rtbc" KERNEL_OPTS="$translate" plan_files "$name" "$prog" "$bc" \
-    "sm-count=132 cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once $opts" \
+    "sm-count=$sms cluster-size=2 block-size=$block range-lengths=kv:$lens task-extents=$seqs,8 policy=round_robin reduce-strategy=all_at_once $opts" \
     "$layout" "$passes"
   echo "$name: $("$bin/df-translate" --df-plan-dump "$dir/$name.dfplan" | grep -E "^counts|^  shared_memory_bytes" \
     | sed -E 's/ (slots|args|input_slots|task_coords|handlers|primary_handlers|operators|types)=[0-9]+//g' | tr '\n' ' ')"

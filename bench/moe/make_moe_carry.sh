@@ -30,7 +30,8 @@
 #           rank's 672 valid)
 # usage: bench/moe/make_moe_carry.sh DIR
 #   (env: DF_BIN, MOE_SEED, MOE_TOKENS="128 256 512 1024",
-#    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER,
+#    MOE_VARIANTS="c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4" as NAME:SMS:CLUSTER
+#    (SMS at most DF_SMS, the card's count, rounded down to a multiple of CLUSTER),
 #    MOE_TT: token rows of a task's slots (the handlers' MOE_TT, default
 #    64; smaller halves the slots and the cluster gather's bytes, and needs
 #    MOE_TILE <= MOE_TT),
@@ -82,6 +83,10 @@ fi
 source "$root/scripts/gpu/carry_lib.sh"
 for v in ${MOE_VARIANTS:-c4:128:4 c2:132:2 c4x132:132:4 c4x120:120:4}; do
   IFS=: read -r name sms cs <<<"$v"
+  # A card with fewer SMs (DF_SMS, carry_lib.sh df_sms) runs the variant on
+  # as many as it has (meta.txt records the count).
+  cap=$(df_sms "$cs")
+  [ "$sms" -le "$cap" ] || sms=$cap
   vd="$dir/$name"
   mkdir -p "$vd"
   chunks=$((768 / cs / 32))

@@ -15,15 +15,15 @@
 #   gqa_replan  examples/attention_gqa, 64 sequences x 8 KV heads, mixed
 #               lengths, block 2048, balance-iters: the base plan the bench
 #               re-plans for new lengths every step
-# 132 SMs (OV_SMS), cluster 2. usage: bench/overhead/make_carry.sh DIR
+# 132 SMs (OV_SMS, else DF_SMS: carry_lib.sh df_sms), cluster 2. usage: bench/overhead/make_carry.sh DIR
 # (then, on the GPU machine: bash bench/overhead/run.sh DIR)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_carry.sh DIR}"
-sms="${OV_SMS:-132}"
 here="$root/bench/overhead"
 # shellcheck source=scripts/gpu/carry_lib.sh
 source "$root/scripts/gpu/carry_lib.sh"
+sms="${OV_SMS:-$(df_sms 2)}"
 clang-22 "${cflags[@]}" -DOV_EMPTY "$here/overhead_handlers.c" -o "$tmp/empty.bc"
 # shellcheck disable=SC2086 # OV_CFLAGS: extra handler flags, a list
 clang-22 "${cflags[@]}" ${OV_CFLAGS:-} "$here/overhead_handlers.c" -o "$tmp/count.bc"

@@ -11,6 +11,19 @@ trap 'rm -rf "$tmp"' EXIT
 cflags=(--target=nvptx64-nvidia-cuda -march=sm_90a -nogpulib -nostdlibinc -fconvergent-functions
         -O2 -std=gnu17 -I "$root/include" -emit-llvm -c)
 
+# df_sms CS: the SM count of the carries' full-card plans for clusters of
+# CS: DF_SMS (the card's SMs, default 132: H200, H100 SXM), rounded down to
+# a multiple of CS (an H100 PCIe: DF_SMS=114 gives 114 at cluster 2, 112 at
+# cluster 4). libdfrt refuses a plan whose CTAs the card cannot hold.
+df_sms() {
+  local n="${DF_SMS:-132}" cs=$1
+  if ! [[ "$n" =~ ^[1-9][0-9]*$ ]] || [ "$n" -lt "$cs" ]; then
+    echo "DF_SMS='$n': the card's SM count, a whole number of at least $cs (the cluster size)" >&2
+    return 1
+  fi
+  echo $((n / cs * cs))
+}
+
 # kernel_and_blob NAME MLIR HANDLERS_BC: $dir/NAME.ptx (MLIR, a scheduled
 # module, linked with HANDLERS_BC and, if DF_RUNTIME_BC names one, that
 # device runtime instead of the embedded one: scripts/gpu/make_runtime_bc.sh)

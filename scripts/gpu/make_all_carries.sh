@@ -9,6 +9,7 @@
 #   .gpu-fuse, .gpu-ring  fusion parity and ring proofs
 #   .gpu-smoke            libdfrt smoke test (test/lit/Runtime/Inputs)
 # usage: DF_BIN=build/bin scripts/gpu/make_all_carries.sh
+#   (DF_SMS=N: a card of N SMs instead of 132; bench/README.md "Reproduce")
 #   then, on the GPU machine (carry all six; run_all.sh's header has the
 #   command that returns its files as one archive):
 #   OUT=$OUT/all bash scripts/gpu/run_all.sh; .gpu-smoke/gpu_smoke .gpu-smoke/kernel.ptx
@@ -36,6 +37,9 @@ bash bench/overhead/make_carry.sh build-overhead-carry
 moe() { # NAME:SMS:CLUSTER TOKENS [VAR=VALUE...]
   local variant=$1 tokens=$2
   shift 2
+  # Another card (DF_SMS): the tiles the H200's rows fix may not fit its
+  # clusters in one round (a staged row's workspace fits one task per CTA)
+  [ "${DF_SMS:-132}" = 132 ] || set -- "$@" MOE_TILE=auto
   env "$@" MOE_TOKENS="$tokens" MOE_VARIANTS="$variant" bash bench/moe/make_moe_carry.sh build-moe-carry
 }
 td=-DMOE_GU_RING=3,4,4,3,4,4,3,2,2,3,2,1

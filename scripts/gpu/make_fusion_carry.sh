@@ -6,7 +6,7 @@
 #   seed_{unfused,fused}          the seed plan (4 SMs), checked against the
 #                                 float64 reference of attention_inputs.py
 #   decode_short_{unfused,fused}  a decode step with short ranges: TASKS
-#                                 (default 1024) tasks on 132 SMs (cluster 2),
+#                                 (default 1024) tasks on 132 SMs (DF_SMS, cluster 2),
 #                                 kv lengths 1..256, block 256 (one block per
 #                                 task), seeded random inputs made by df-run
 #   decode_mixed_{unfused,fused}  the same tasks with kv 16..4096 (multi-block
@@ -19,6 +19,7 @@ dir="${1:?usage: make_fusion_carry.sh DIR [TASKS]}"
 tasks="${2:-1024}"
 # shellcheck source=scripts/gpu/carry_lib.sh
 source "$root/scripts/gpu/carry_lib.sh"
+sms=$(df_sms 2)
 clang-22 "${cflags[@]}" "$root/examples/seed/attention_handlers.c" -o "$tmp/handlers.bc"
 
 # make NAME SCHEDULE ARGS [LAYOUT]: NAME_unfused and NAME_fused (df-opt
@@ -43,9 +44,9 @@ make seed "sm-count=4 cluster-size=2 block-size=128 range-lengths=kv:384,256 tas
 
 rand="--tensor Q=random:float16:${tasks}x16:101 --tensor K=random:float16:${tasks}x4096x16:102 --tensor V=random:float16:${tasks}x4096x16:103 --tensor O=zeros:float32:${tasks}x16"
 short="$(python3 -c "import random; r=random.Random(9); print(','.join(str(r.randint(1,256)) for _ in range($tasks)))")"
-make decode_short "sm-count=132 cluster-size=2 block-size=256 range-lengths=kv:$short task-extents=$tasks" \
+make decode_short "sm-count=$sms cluster-size=2 block-size=256 range-lengths=kv:$short task-extents=$tasks" \
   "--block-size 256 $rand" "per-cta-shared=true"
 mixed="$(python3 -c "import random; r=random.Random(7); print(','.join(str(r.randint(1,256)*16) for _ in range($tasks)))")"
-make decode_mixed "sm-count=132 cluster-size=2 block-size=256 range-lengths=kv:$mixed task-extents=$tasks" \
+make decode_mixed "sm-count=$sms cluster-size=2 block-size=256 range-lengths=kv:$mixed task-extents=$tasks" \
   "--block-size 256 $rand" "per-cta-shared=true"
 ls -l "$dir"

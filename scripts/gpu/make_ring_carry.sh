@@ -22,6 +22,7 @@
 #                     under the sm_90 budget (all_at_once would need 8.5 MB of shared
 #                     memory on one CTA; auto takes cluster_local/streaming, 2096 B) and
 #                     1024-byte transfer tiles; K and V are 256 MB each
+# The 132-SM plans take DF_SMS's count instead (carry_lib.sh df_sms).
 # usage: scripts/gpu/make_ring_carry.sh DIR
 # then on the GPU machine: OUT=$OUT bash scripts/gpu/run_gpu_proof.sh DIR
 set -euo pipefail
@@ -29,6 +30,8 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_ring_carry.sh DIR}"
 # shellcheck source=scripts/gpu/carry_lib.sh
 source "$root/scripts/gpu/carry_lib.sh"
+sms2=$(df_sms 2)
+sms4=$(df_sms 4)
 clang-22 "${cflags[@]}" "$root/examples/seed/moe_handlers.c" -o "$tmp/moe.bc"
 clang-22 "${cflags[@]}" -DMOE_FULL=64 -DMOE_SHARDS=4 "$root/examples/seed/moe_handlers.c" \
   -o "$tmp/moe4.bc"
@@ -54,10 +57,10 @@ sed -e 's/hbm_all_gather/cluster_shared_pull_ring/; s/tensor<2x4xf16>/tensor<2x8
   -e 's/output_arity = 2/output_arity = 4/' "$root/examples/seed/moe_reshared.mlir" >"$tmp/ring4.mlir"
 sed -e 's/cluster_shared_pull_ring/cluster_shared_all_gather/' "$tmp/ring4.mlir" >"$tmp/gather4.mlir"
 moe="block-size=8 range-lengths=expert_tile:$(rep 128 16);hidden_tile:$(rep 128 16) task-extents=8,16"
-plan moe_ring4_t16 "$tmp/ring4.mlir" "$tmp/moe4.bc" "sm-count=132 cluster-size=4 $moe transfer-tile-bytes=16"
-plan moe_ring4 "$tmp/ring4.mlir" "$tmp/moe4.bc" "sm-count=132 cluster-size=4 $moe"
-plan moe_gather4_t16 "$tmp/gather4.mlir" "$tmp/moe4.bc" "sm-count=132 cluster-size=4 $moe transfer-tile-bytes=16"
-plan moe_ring2 "$tmp/ring2.mlir" "$tmp/moe.bc" "sm-count=132 cluster-size=2 $moe"
+plan moe_ring4_t16 "$tmp/ring4.mlir" "$tmp/moe4.bc" "sm-count=$sms4 cluster-size=4 $moe transfer-tile-bytes=16"
+plan moe_ring4 "$tmp/ring4.mlir" "$tmp/moe4.bc" "sm-count=$sms4 cluster-size=4 $moe"
+plan moe_gather4_t16 "$tmp/gather4.mlir" "$tmp/moe4.bc" "sm-count=$sms4 cluster-size=4 $moe transfer-tile-bytes=16"
+plan moe_ring2 "$tmp/ring2.mlir" "$tmp/moe.bc" "sm-count=$sms2 cluster-size=2 $moe"
 
 gqa="block-size=128 range-lengths=kv:$(rep 8 384),$(rep 8 256) task-extents=2,8 transfer-tile-bytes=256"
 plan gqa_tiled "$root/examples/attention_gqa/attention_gqa.mlir" "$tmp/gqa512.bc" \
@@ -66,7 +69,7 @@ plan gqa_tiled_hbm "$root/examples/attention_gqa/attention_gqa.mlir" "$tmp/gqa51
   "sm-count=4 cluster-size=1 $gqa" "per-cta-shared=true"
 
 plan gqa_long "$root/examples/attention_gqa/attention_gqa.mlir" "$tmp/gqa128k.bc" \
-  "sm-count=132 cluster-size=2 block-size=128 range-lengths=kv:$(rep 8 131072) task-extents=1,8 reduce-strategy=auto target=sm_90 transfer-tile-bytes=1024" \
+  "sm-count=$sms2 cluster-size=2 block-size=128 range-lengths=kv:$(rep 8 131072) task-extents=1,8 reduce-strategy=auto target=sm_90 transfer-tile-bytes=1024" \
   "target=sm_90"
 
 "$bin/moe_reference" "$dir/moe4_ref.npy" 8 16 64 21 22 23 64
