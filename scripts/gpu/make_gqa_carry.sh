@@ -7,7 +7,7 @@
 # the references regenerate them here (gqa_reference, moe_reference), so
 # only kilobytes travel.
 #   gqa_seed          GQA decode attention, 4 SMs / cluster 2, 2 seqs x 8 KV heads, kv 384/256
-#   gqa_full          132 SMs / cluster 2, 64 seqs x 8 KV heads, lengths 1K-32K, block 512,
+#   gqa_full          132 SMs (DF_SMS) / cluster 2, 64 seqs x 8 KV heads, lengths 1K-32K, block 512,
 #                     per-CTA shared layout, HBM transfers direct-global (flags in HBM)
 #   gqa_full_copy     the same at block 1024 with HBM staging copies (no direct-global)
 #   gqa_full_replan   gqa_full_copy's kernel and blob, re-planned in df-run for new lengths
@@ -23,6 +23,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${1:?usage: make_gqa_carry.sh DIR}"
 # shellcheck source=scripts/gpu/carry_lib.sh
 source "$root/scripts/gpu/carry_lib.sh"
+sms=$(df_sms 2) # 132, or DF_SMS's count
 seedblob="${DF_SEED_BLOB:-$(dirname "$bin")/test/runtime/dfrt_make_seed_blob}"
 gqa="$root/examples/attention_gqa"
 clang-22 "${cflags[@]}" "$gqa/attention_gqa_handlers.c" -o "$tmp/gqa.bc"
@@ -57,7 +58,7 @@ lens2=$(per_task "$seqlens2")
 echo "seq lengths: $seqlens" >"$dir/lengths.txt"
 echo "re-plan lengths: $seqlens2" >>"$dir/lengths.txt"
 
-full="sm-count=132 cluster-size=2 range-lengths=kv:$lens task-extents=64,8 policy=round_robin reduce-strategy=all_at_once"
+full="sm-count=$sms cluster-size=2 range-lengths=kv:$lens task-extents=64,8 policy=round_robin reduce-strategy=all_at_once"
 plan gqa_seed "$gqa/attention_gqa.mlir" "$tmp/gqa512.bc" \
   "sm-count=4 cluster-size=2 block-size=128 range-lengths=kv:$(rep 8 384),$(rep 8 256) task-extents=2,8" \
   "per-cta-shared=true"
@@ -68,7 +69,7 @@ cp "$dir/gqa_full_copy.ptx" "$dir/gqa_full_replan.ptx"
 cp "$dir/gqa_full_copy.dfplan" "$dir/gqa_full_replan.dfplan"
 cp "$dir/gqa_full.ptx" "$dir/gqa_full_watch.ptx"
 cp "$dir/gqa_full.dfplan" "$dir/gqa_full_watch.dfplan"
-moe="sm-count=132 cluster-size=2 block-size=8 range-lengths=expert_tile:$(rep 128 16);hidden_tile:$(rep 128 16) task-extents=8,16"
+moe="sm-count=$sms cluster-size=2 block-size=8 range-lengths=expert_tile:$(rep 128 16);hidden_tile:$(rep 128 16) task-extents=8,16"
 plan moe_hbm "$root/examples/seed/moe_reshared.mlir" "$tmp/moe.bc" "$moe force-hbm-comms=true"
 plan moe_cluster "$root/examples/seed/moe_reshared.mlir" "$tmp/moe.bc" "$moe"
 plan seed_hung "$root/examples/seed/attention.mlir" "$tmp/attn.bc" \
