@@ -15,7 +15,8 @@
 #   gqa_replan  examples/attention_gqa, 64 sequences x 8 KV heads, mixed
 #               lengths, block 2048, balance-iters: the base plan the bench
 #               re-plans for new lengths every step
-# 132 SMs (OV_SMS, else DF_SMS: carry_lib.sh df_sms), cluster 2. usage: bench/overhead/make_carry.sh DIR
+# 132 SMs (OV_SMS, else DF_SMS: carry_lib.sh df_sms), cluster 2.
+# usage: bench/overhead/make_carry.sh DIR
 # (then, on the GPU machine: bash bench/overhead/run.sh DIR)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
