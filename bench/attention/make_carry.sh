@@ -5,7 +5,8 @@
 # chosen block size in DIR/cases.json). Handlers:
 # examples/attention_gqa/attention_gqa_handlers.c with GQA_LMAX = the case's
 # KV capacity. Plans: 132 SMs (DF_SMS: the card's, carry_lib.sh df_sms),
-# cluster 2, all_at_once with the placement the model of cases.py prefers (round_robin, + defer-reduces, + balance-iters),
+# cluster 2, all_at_once with the placement the model of cases.py prefers
+# (round_robin, + defer-reduces, + balance-iters),
 # per-CTA shared layout, HBM staging copies; plus each case's alternative
 # plans (cases.json "alts": even-split, round_robin, same kernel, with the
 # df-opt passes of their "passes" (e.g. --df-fuse) after df-schedule and the
